@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
+// The whole public surface of mlakv.
+#pragma once
+
+#include "mlakv/capabilities.h"
+#include "mlakv/error.h"
+#include "mlakv/formats.h"
+#include "mlakv/kv_cache.h"
+#include "mlakv/tensor_view.h"
+#include "mlakv/version.h"

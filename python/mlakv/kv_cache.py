@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The packaged compact writer: owns the 368-byte record's ABI and its input validation.
+
+Engines bind it once, when their attention backend is built, and only when the
+compact record is switched on::
+
+    from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _mlakv
+from ._arrays import input_array, scale_array, slot_array
+
+__all__ = ["concat_and_cache_nvfp4_mla_fp8_rope"]
+
+
+def concat_and_cache_nvfp4_mla_fp8_rope(
+    kv_c: Any,
+    k_pe: Any,
+    kv_cache: Any,
+    slot_mapping: Any,
+    scale: Any = None,
+    per_token_scale: bool = False,
+) -> None:
+    """Write tokens as 368-byte NVFP4 records with an FP8 RoPE.
+
+    Args:
+        kv_c: ``[>=T, 512]`` bf16 or fp16, rows innermost-contiguous.
+        k_pe: ``[>=T, 64]``, kv_c's dtype.
+        kv_cache: ``[num_blocks, block_size, 368]`` uint8, written in place.
+        slot_mapping: ``[T]`` int64, contiguous; out-of-range slots are skipped.
+        scale: accepted for signature parity with the stock writer, not consumed.
+        per_token_scale: write the two-level ``nvfp4_ds_mla_fp8_rope_pts`` record instead.
+    """
+    kv_c, kv_c_tag = input_array(kv_c)
+    k_pe, k_pe_tag = input_array(k_pe)
+    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(
+        kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_array(slot_mapping), scale_array(scale), bool(per_token_scale)
+    )

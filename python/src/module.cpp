@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// mlakv._mlakv: the nanobind module. It takes unconstrained DLPack arrays and
+// lets mlakv's own validation reject bad input with its messages; the Python
+// package (python/mlakv) wraps these functions with the public signatures.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "mlakv/mlakv.h"
+#include "views.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace mlakv::python {
+namespace {
+
+using Array = nb::ndarray<>;
+using Tag = std::optional<std::string>;
+
+std::optional<TensorView> optional_view(const std::optional<Array>& array) {
+  if (!array) return std::nullopt;
+  return to_view(*array);
+}
+
+void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
+                             const Array& kv_cache, const Array& slot_mapping, const std::string& kv_cache_dtype,
+                             const std::optional<Array>& scale) {
+  const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
+  const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
+  const TensorView cache_view = to_view(kv_cache);
+  const TensorView slot_view = to_view(slot_mapping);
+  const std::optional<TensorView> scale_view = optional_view(scale);
+  nb::gil_scoped_release release;
+  concat_and_cache_mla(kv_c_view, k_pe_view, cache_view, slot_view, kv_cache_dtype,
+                       scale_view ? &*scale_view : nullptr);
+}
+
+void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
+                                            const Tag& k_pe_tag, const Array& kv_cache, const Array& slot_mapping,
+                                            const std::optional<Array>& scale, bool per_token_scale) {
+  const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
+  const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
+  const TensorView cache_view = to_view(kv_cache);
+  const TensorView slot_view = to_view(slot_mapping);
+  const std::optional<TensorView> scale_view = optional_view(scale);
+  nb::gil_scoped_release release;
+  concat_and_cache_nvfp4_mla_fp8_rope(kv_c_view, k_pe_view, cache_view, slot_view,
+                                      scale_view ? &*scale_view : nullptr, per_token_scale);
+}
+
+void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots, const Array& kv_c_out,
+                       const Array& k_pe_out, const std::optional<Array>& scale, const std::string& rope_dtype) {
+  const Format parsed = parse_format(format);
+  const TensorView cache_view = to_view(kv_cache);
+  const TensorView slot_view = to_view(slots);
+  const TensorView kv_c_view = to_view(kv_c_out);
+  const TensorView k_pe_view = to_view(k_pe_out);
+  const std::optional<TensorView> scale_view = optional_view(scale);
+  GatherOptions options;
+  options.scale = scale_view ? &*scale_view : nullptr;
+  options.rope_dtype = rope_dtype == "bf16" ? DType::kBFloat16 : rope_dtype == "fp16" ? DType::kFloat16 : DType::kOther;
+  nb::gil_scoped_release release;
+  gather_records(parsed, cache_view, slot_view, kv_c_view, k_pe_view, options);
+}
+
+nb::list py_formats() {
+  nb::list out;
+  for (const FormatInfo& info : formats()) {
+    nb::list fields;
+    for (const FieldInfo& f : info.fields) {
+      nb::dict field;
+      field["name"] = std::string(f.name);
+      field["offset"] = f.offset;
+      field["bytes"] = f.bytes;
+      field["contents"] = std::string(f.contents);
+      fields.append(field);
+    }
+    nb::dict entry;
+    entry["id"] = std::string(info.id);
+    entry["record_bytes"] = info.record_bytes;
+    entry["cache_alignment"] = info.cache_alignment;
+    entry["layout"] = std::string(info.layout);
+    entry["source"] = std::string(info.source);
+    entry["fields"] = fields;
+    out.append(entry);
+  }
+  return out;
+}
+
+nb::list py_capabilities() {
+  nb::list out;
+  for (const Capability& c : capabilities()) {
+    nb::dict entry;
+    entry["format"] = std::string(format_info(c.format).id);
+    entry["backend"] = std::string(backend_name(c.backend));
+    entry["arch"] = std::string(c.arch);
+    entry["writer"] = c.writer;
+    entry["reader"] = c.reader;
+    out.append(entry);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace mlakv::python
+
+NB_MODULE(_mlakv, m) {
+  using namespace mlakv::python;
+  register_error_translator();
+  m.attr("__version__") = mlakv::kVersion;
+  m.def("concat_and_cache_mla", &py_concat_and_cache_mla, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a,
+        "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none());
+  m.def("concat_and_cache_nvfp4_mla_fp8_rope", &py_concat_and_cache_nvfp4_mla_fp8_rope, "kv_c"_a,
+        "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "scale"_a.none(),
+        "per_token_scale"_a);
+  m.def("gather_records", &py_gather_records, "format"_a, "kv_cache"_a, "slots"_a, "kv_c_out"_a, "k_pe_out"_a,
+        "scale"_a.none(), "rope_dtype"_a);
+  m.def("formats", &py_formats);
+  m.def("capabilities", &py_capabilities);
+}

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Check: raises mlakv::Error with the text "mlakv::<function>(<format>): <arg>: <rule>, got <value>".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mlakv/error.h"
+#include "mlakv/tensor_view.h"
+
+namespace mlakv::api {
+
+/// "(4096, 512)"
+std::string shape_string(const TensorView& view);
+std::string device_string(const Device& device);
+
+class Check {
+ public:
+  Check(std::string_view function, std::string_view format) : function_(function), format_(format) {}
+
+  void set_format(std::string_view format) { format_ = format; }
+
+  [[noreturn]] void fail(ErrorCode code, std::string_view arg, std::string_view rule, std::string_view got) const;
+
+  void require(bool ok, ErrorCode code, std::string_view arg, std::string_view rule, std::string_view got) const {
+    if (!ok) fail(code, arg, rule, got);
+  }
+
+ private:
+  std::string_view function_;
+  std::string_view format_;
+};
+
+}  // namespace mlakv::api

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "api/validate.h"
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "format/specs.h"
+
+namespace mlakv::api {
+namespace {
+
+using format::kCacheAlignment;
+using format::kInputRowAlignment;
+using format::kLatentDim;
+using format::kRopeDim;
+
+struct Named {
+  std::string_view name;
+  const TensorView* view;
+};
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+std::int64_t numel(const TensorView& v) {
+  std::int64_t n = 1;
+  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+  return n;
+}
+
+// Every tensor on one device, and one this build has a backend for.
+void check_devices(const Check& check, std::initializer_list<Named> tensors) {
+  const Named& first = *tensors.begin();
+  for (const Named& t : tensors) {
+    check.require(t.view->device == first.view->device, ErrorCode::kDevice, t.name,
+                  "must be on the same device as " + std::string(first.name) + " (" +
+                      device_string(first.view->device) + ")",
+                  device_string(t.view->device));
+  }
+  const Device& device = first.view->device;
+  check.require(device.type != DeviceType::kCuda, ErrorCode::kUnsupported, first.name,
+                "no CUDA backend in this build yet; pass CPU arrays", device_string(device));
+  check.require(device.type == DeviceType::kCpu, ErrorCode::kDevice, first.name, "must be on the CPU",
+                device_string(device));
+}
+
+void check_dtype(const Check& check, std::string_view name, const TensorView& v, DType expected) {
+  check.require(v.dtype == expected, ErrorCode::kDtype, name, std::string("dtype must be ") + dtype_name(expected),
+                dtype_name(v.dtype));
+}
+
+void check_rank(const Check& check, std::string_view name, const TensorView& v, int ndim, std::string_view expected) {
+  check.require(v.ndim == ndim, ErrorCode::kShape, name, "shape must be " + std::string(expected),
+                shape_string(v));
+}
+
+void check_strides_nonnegative(const Check& check, std::string_view name, const TensorView& v) {
+  for (int d = 0; d < v.ndim; ++d) {
+    check.require(v.strides[d] >= 0, ErrorCode::kLayout, name, "strides must be non-negative",
+                  "stride " + str(v.strides[d]) + " in dim " + str(d));
+  }
+}
+
+void check_data(const Check& check, std::string_view name, const TensorView& v) {
+  check.require(v.data != nullptr || numel(v) == 0, ErrorCode::kValue, name, "data pointer must not be null",
+                "null");
+}
+
+// A [rows, width] matrix of 16-bit inputs: innermost-contiguous, 4-byte aligned rows.
+std::int64_t check_input_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t width,
+                              std::int64_t tokens) {
+  check.require(v.shape[1] == width, ErrorCode::kShape, name, "shape must be (T, " + str(width) + ")",
+                shape_string(v));
+  check.require(v.shape[0] >= tokens, ErrorCode::kShape, name,
+                "must have at least T = len(slot_mapping) = " + str(tokens) + " rows", shape_string(v));
+  check_strides_nonnegative(check, name, v);
+  check.require(v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name, "rows must be innermost-contiguous (stride 1)",
+                "stride " + str(v.strides[1]));
+  const auto row_bytes = v.strides[0] * dtype_size(v.dtype);
+  check.require(reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
+                "base must be " + str(kInputRowAlignment) + "-byte aligned",
+                "address % " + str(kInputRowAlignment) + " = " +
+                    str(static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment)));
+  check.require(row_bytes % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
+                "row stride must be a multiple of " + str(kInputRowAlignment) + " bytes (an even element count)",
+                str(v.strides[0]) + " elements");
+  return row_bytes;
+}
+
+// [T] int64, contiguous.
+const std::int64_t* check_slots(const Check& check, std::string_view name, const TensorView& v) {
+  check_dtype(check, name, v, DType::kInt64);
+  check_rank(check, name, v, 1, "(T,)");
+  check.require(v.strides[0] == 1 || v.shape[0] <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
+                "stride " + str(v.strides[0]));
+  check_data(check, name, v);
+  return static_cast<const std::int64_t*>(v.data);
+}
+
+// [num_blocks, block_size, record_bytes] uint8 with non-overlapping records.
+kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
+                                 bool require_alignment) {
+  constexpr std::string_view kName = "kv_cache";
+  check_dtype(check, kName, v, DType::kUInt8);
+  check_rank(check, kName, v, 3, "(num_blocks, block_size, record_bytes)");
+  check.require(v.shape[2] == info.record_bytes, ErrorCode::kShape, kName,
+                "last dim must be " + str(info.record_bytes) + " (record bytes)", str(v.shape[2]));
+  check.require(v.shape[0] > 0, ErrorCode::kShape, kName, "num_blocks must be > 0", shape_string(v));
+  check.require(v.shape[1] > 0, ErrorCode::kShape, kName, "block_size must be > 0", shape_string(v));
+  check_strides_nonnegative(check, kName, v);
+  check.require(v.strides[2] == 1, ErrorCode::kLayout, kName, "records must be innermost-contiguous (stride 1)",
+                "stride " + str(v.strides[2]));
+  const std::int64_t num_blocks = v.shape[0];
+  const std::int64_t block_size = v.shape[1];
+  check.require(block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, kName,
+                "slot stride must be >= " + str(info.record_bytes) + " (records must not overlap)",
+                str(v.strides[1]));
+  // Slots are int64 and so are byte offsets: the capacity and the last record's
+  // end must both fit, or a large slot could wrap onto a small one.
+  std::int64_t capacity = 0;
+  std::int64_t block_span = 0;
+  std::int64_t last_block = 0;
+  std::int64_t end = 0;
+  const bool fits = !__builtin_mul_overflow(num_blocks, block_size, &capacity) &&
+                    !__builtin_mul_overflow(block_size - 1, v.strides[1], &block_span) &&
+                    !__builtin_add_overflow(block_span, static_cast<std::int64_t>(info.record_bytes), &block_span) &&
+                    !__builtin_mul_overflow(num_blocks - 1, v.strides[0], &last_block) &&
+                    !__builtin_add_overflow(last_block, block_span, &end);
+  check.require(fits, ErrorCode::kValue, kName,
+                "slot capacity and byte extent must fit int64 (the writer's index type)", shape_string(v));
+  check.require(num_blocks == 1 || v.strides[0] >= block_span, ErrorCode::kLayout, kName,
+                "block stride must be >= " + str(block_span) + " (blocks must not overlap)", str(v.strides[0]));
+  check_data(check, kName, v);
+  if (require_alignment) {
+    const auto align = static_cast<std::int64_t>(info.cache_alignment);
+    const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % info.cache_alignment);
+    check.require(base == 0, ErrorCode::kAlignment, kName, "base must be " + str(align) + "-byte aligned",
+                  "address % " + str(align) + " = " + str(base));
+    check.require(v.strides[0] % align == 0 && v.strides[1] % align == 0, ErrorCode::kAlignment, kName,
+                  "block and slot strides must be multiples of " + str(align) + " bytes",
+                  "(" + str(v.strides[0]) + ", " + str(v.strides[1]) + ")");
+  }
+  return {static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0], v.strides[1]};
+}
+
+float read_scale(const Check& check, const TensorView* scale, bool required) {
+  constexpr std::string_view kName = "scale";
+  if (scale == nullptr) {
+    check.require(!required, ErrorCode::kValue, kName, "this format requires k_scale, a 1-element float32", "none");
+    return 1.0f;
+  }
+  check_dtype(check, kName, *scale, DType::kFloat32);
+  check.require(numel(*scale) == 1, ErrorCode::kShape, kName, "must hold exactly 1 element", shape_string(*scale));
+  check_data(check, kName, *scale);
+  return *static_cast<const float*>(scale->data);
+}
+
+codec::InputDtype input_dtype(const Check& check, const TensorView& kv_c) {
+  check.require(kv_c.dtype == DType::kBFloat16 || kv_c.dtype == DType::kFloat16, ErrorCode::kDtype, "kv_c",
+                "dtype must be bf16 or fp16", dtype_name(kv_c.dtype));
+  return kv_c.dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16;
+}
+
+}  // namespace
+
+TensorView squeeze_middle_unit_dim(const TensorView& view) {
+  if (view.ndim != 3 || view.shape[1] != 1) return view;
+  TensorView squeezed = view;
+  squeezed.ndim = 2;
+  squeezed.shape[1] = view.shape[2];
+  squeezed.strides[1] = view.strides[2];
+  return squeezed;
+}
+
+TensorView flatten_column(const TensorView& view) {
+  if (view.ndim != 2 || view.shape[1] != 1) return view;
+  TensorView flat = view;
+  flat.ndim = 1;
+  return flat;
+}
+
+kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c,
+                                    const TensorView& k_pe, const TensorView& kv_cache,
+                                    const TensorView& slot_mapping, const TensorView* scale) {
+  const FormatInfo& info = format_info(format);
+  if (scale != nullptr) {
+    check_devices(check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping},
+                          {"scale", scale}});
+  } else {
+    check_devices(check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
+  }
+  // dtype
+  const codec::InputDtype dtype = input_dtype(check, kv_c);
+  check.require(k_pe.dtype == kv_c.dtype, ErrorCode::kDtype, "k_pe",
+                std::string("dtype must match kv_c (") + dtype_name(kv_c.dtype) + ")", dtype_name(k_pe.dtype));
+  if (format == Format::kBf16 || format == Format::kFp16) {
+    const DType record_dtype = format == Format::kBf16 ? DType::kBFloat16 : DType::kFloat16;
+    check.require(kv_c.dtype == record_dtype, ErrorCode::kDtype, "kv_c",
+                  std::string("dtype must be ") + dtype_name(record_dtype) + " (the record stores inputs verbatim)",
+                  dtype_name(kv_c.dtype));
+  }
+  // shape, layout, alignment of each tensor
+  const std::int64_t* slots = check_slots(check, "slot_mapping", slot_mapping);
+  const std::int64_t tokens = slot_mapping.shape[0];
+  check_rank(check, "kv_c", kv_c, 2, "(T, " + str(kLatentDim) + ")");
+  check_rank(check, "k_pe", k_pe, 2, "(T, " + str(kRopeDim) + ")");
+  const std::int64_t stride_kv_c = check_input_rows(check, "kv_c", kv_c, kLatentDim, tokens);
+  const std::int64_t stride_k_pe = check_input_rows(check, "k_pe", k_pe, kRopeDim, tokens);
+  check_data(check, "kv_c", kv_c);
+  check_data(check, "k_pe", k_pe);
+  const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
+  const float k_scale = read_scale(check, scale, format == Format::kFp8E4m3);
+  return kernels::WriteParams{format,
+                              dtype,
+                              static_cast<const std::uint8_t*>(kv_c.data),
+                              stride_kv_c,
+                              static_cast<const std::uint8_t*>(k_pe.data),
+                              stride_k_pe,
+                              slots,
+                              tokens,
+                              cache,
+                              codec::EncodeParams{k_scale}};
+}
+
+kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
+                                      const TensorView& slots, const TensorView& kv_c_out,
+                                      const TensorView& k_pe_out, const GatherOptions& options) {
+  const FormatInfo& info = format_info(format);
+  if (options.scale != nullptr) {
+    check_devices(check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out},
+                          {"k_pe_out", &k_pe_out}, {"scale", options.scale}});
+  } else {
+    check_devices(check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
+  }
+  check.require(options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16, ErrorCode::kDtype,
+                "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
+  const std::int64_t* slot_data = check_slots(check, "slots", slots);
+  const std::int64_t n = slots.shape[0];
+  float* outs[2] = {nullptr, nullptr};
+  std::int64_t out_strides[2] = {0, 0};
+  const Named out_views[2] = {{"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}};
+  const std::int64_t widths[2] = {kLatentDim, kRopeDim};
+  for (int i = 0; i < 2; ++i) {
+    const TensorView& v = *out_views[i].view;
+    const std::string_view name = out_views[i].name;
+    check_dtype(check, name, v, DType::kFloat32);
+    check_rank(check, name, v, 2, "(N, " + str(widths[i]) + ")");
+    check.require(v.shape[0] == n && v.shape[1] == widths[i], ErrorCode::kShape, name,
+                  "shape must be (N, " + str(widths[i]) + ") with N = len(slots) = " + str(n), shape_string(v));
+    check_strides_nonnegative(check, name, v);
+    check.require(v.strides[1] == 1, ErrorCode::kLayout, name, "rows must be innermost-contiguous (stride 1)",
+                  "stride " + str(v.strides[1]));
+    check.require(n <= 1 || v.strides[0] >= widths[i], ErrorCode::kLayout, name,
+                  "row stride must be >= " + str(widths[i]) + " (rows must not overlap)", str(v.strides[0]));
+    check_data(check, name, v);
+    outs[i] = static_cast<float*>(v.data);
+    out_strides[i] = v.strides[0];
+  }
+  const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/false);
+  const float k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3);
+  const codec::DecodeParams decode{
+      k_scale, options.rope_dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16};
+  return kernels::GatherParams{format, cache, slot_data, n, outs[0], out_strides[0], outs[1], out_strides[1], decode};
+}
+
+}  // namespace mlakv::api

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// Turns public views into validated kernel params, or throws mlakv::Error.
+// Rules run in FlashMLA's order (device, dtype, shape, layout, alignment), and
+// everything is checked before a backend touches a byte.
+#pragma once
+
+#include "api/check.h"
+#include "kernels/params.h"
+#include "mlakv/kv_cache.h"
+
+namespace mlakv::api {
+
+kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c,
+                                    const TensorView& k_pe, const TensorView& kv_cache,
+                                    const TensorView& slot_mapping, const TensorView* scale);
+
+kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
+                                      const TensorView& slots, const TensorView& kv_c_out,
+                                      const TensorView& k_pe_out, const GatherOptions& options);
+
+/// (T, 1, 64) -> (T, 64): the stock entry point's squeeze of vLLM's k_pe view.
+TensorView squeeze_middle_unit_dim(const TensorView& view);
+/// (T, 1) -> (T,): the stock entry point's flattening of a column of slots.
+TensorView flatten_column(const TensorView& view);
+
+}  // namespace mlakv::api

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// Maps a runtime Format to its codec type: the one dispatch point that the CPU
+// loops and the CUDA launchers share.
+#pragma once
+
+#include <type_traits>
+
+#include "codec/fp8_ds_mla.h"
+#include "codec/fp8_e4m3.h"
+#include "codec/nvfp4_ds_mla.h"
+#include "codec/nvfp4_ds_mla_fp8_rope.h"
+#include "codec/nvfp4_ds_mla_fp8_rope_pts.h"
+#include "codec/nvfp4_fp8_ds_mla.h"
+#include "codec/raw16.h"
+#include "mlakv/formats.h"
+
+namespace mlakv::codec {
+
+template <class T>
+struct Tag {
+  using type = T;
+};
+
+/// Calls fn(Tag<Codec>{}) for the codec of `format`.
+template <class Fn>
+decltype(auto) visit_codec(Format format, Fn&& fn) {
+  switch (format) {
+    case Format::kBf16: return fn(Tag<CodecBf16>{});
+    case Format::kFp16: return fn(Tag<CodecFp16>{});
+    case Format::kFp8E4m3: return fn(Tag<CodecFp8E4m3>{});
+    case Format::kFp8DsMla: return fn(Tag<CodecFp8DsMla>{});
+    case Format::kNvfp4DsMla: return fn(Tag<CodecNvfp4DsMla>{});
+    case Format::kNvfp4DsMlaFp8Rope: return fn(Tag<CodecNvfp4DsMlaFp8Rope>{});
+    case Format::kNvfp4DsMlaFp8RopePts: return fn(Tag<CodecNvfp4DsMlaFp8RopePts>{});
+    case Format::kNvfp4Fp8DsMla: return fn(Tag<CodecNvfp4Fp8DsMla>{});
+  }
+  return fn(Tag<CodecBf16>{});  // unreachable: every enumerator is handled above
+}
+
+/// Calls fn(std::integral_constant<InputDtype, D>{}) for a runtime input dtype.
+template <class Fn>
+decltype(auto) visit_input_dtype(InputDtype dtype, Fn&& fn) {
+  if (dtype == InputDtype::kBf16) return fn(std::integral_constant<InputDtype, InputDtype::kBf16>{});
+  return fn(std::integral_constant<InputDtype, InputDtype::kFp16>{});
+}
+
+/// The input dtype a codec requires, if any (the 16-bit records copy bits).
+template <class Codec>
+constexpr bool accepts_input(InputDtype dtype) {
+  if constexpr (requires { Codec::kElementDtype; }) {
+    return dtype == Codec::kElementDtype;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace mlakv::codec

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// NVFP4 groups of 16 E2M1 codes with one E4M3 scale byte: the pieces shared by
+// the 432, 368, 368-pts and 352 records. Kernels call these per group.
+#pragma once
+
+#include <cstdint>
+
+#include "codec/element.h"
+#include "codec/token.h"
+#include "format/specs.h"
+
+namespace mlakv::codec {
+
+using format::kNvfp4GroupSize;
+
+inline constexpr float kE2m1Max = 6.0f;
+inline constexpr float kE4m3Max = 448.0f;
+// The nearest f32 to 1/448 and to 1/(448 * 6): ABI.md multiplies by these.
+inline constexpr float kInvE4m3Max = 1.0f / kE4m3Max;
+inline constexpr float kInvE4m3TimesE2m1Max = 1.0f / (kE4m3Max * kE2m1Max);
+// nvfp4_fp8_ds_mla stores each group scale times 2^6 so small scales keep precision.
+inline constexpr float kNvfp4Fp8ScaleBoost = 64.0f;
+inline constexpr float kNvfp4Fp8ScaleUnboost = 1.0f / kNvfp4Fp8ScaleBoost;
+
+// Packs 16 codes, element 2i in the low nibble of byte i.
+template <class ToCode>
+MLAKV_HD void pack_e2m1_group(const float* x, ToCode to_code, std::uint8_t* packed) {
+MLAKV_UNROLL
+  for (int i = 0; i < kNvfp4GroupSize / 2; ++i) {
+    packed[i] = static_cast<std::uint8_t>(to_code(x[2 * i]) | (to_code(x[2 * i + 1]) << 4));
+  }
+}
+
+MLAKV_HD float group_amax(const float* x) {
+  float amax = 0.0f;
+MLAKV_UNROLL
+  for (int j = 0; j < kNvfp4GroupSize; ++j) amax = fold_amax(amax, x[j]);
+  return amax;
+}
+
+/// Static recipe (implicit global scale 1): returns the scale byte.
+MLAKV_HD std::uint8_t encode_nvfp4_group_static(const float* x, std::uint8_t* packed) {
+  const std::uint8_t sbyte = encode_e4m3(div_rn(group_amax(x), kE2m1Max));
+  const float s = decode_e4m3(sbyte);
+  pack_e2m1_group(x, [s](float v) { return s == 0.0f ? std::uint8_t{0} : encode_e2m1(div_rn(v, s)); }, packed);
+  return sbyte;
+}
+
+/// Two-level recipe of the pts record: values are first divided by the token
+/// scale st (> 0); the caller stores all-zero groups when st == 0.
+MLAKV_HD std::uint8_t encode_nvfp4_group_two_level(const float* x, float st, std::uint8_t* packed) {
+  const std::uint8_t sbyte = encode_e4m3(div_rn(div_rn(group_amax(x), st), kE2m1Max));
+  const float s = decode_e4m3(sbyte);
+  pack_e2m1_group(
+      x, [s, st](float v) { return s == 0.0f ? std::uint8_t{0} : encode_e2m1(div_rn(div_rn(v, st), s)); },
+      packed);
+  return sbyte;
+}
+
+/// Upstream nvfp4_fp8_ds_mla recipe: the scale byte holds 64x the scale, and
+/// codes are x times the f32 reciprocal of the dequant scale.
+MLAKV_HD std::uint8_t encode_nvfp4_group_boosted(const float* x, std::uint8_t* packed) {
+  const std::uint8_t sbyte = encode_e4m3(div_rn(group_amax(x), kE2m1Max) * kNvfp4Fp8ScaleBoost);
+  const float s = decode_e4m3(sbyte) * kNvfp4Fp8ScaleUnboost;
+  const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
+  pack_e2m1_group(x, [inv_s](float v) { return encode_e2m1(v * inv_s); }, packed);
+  return sbyte;
+}
+
+/// Decodes 16 values as (decode_E2M1(code) * scale) * outer_scale, the
+/// product order of ABI.md (the first product is exact).
+MLAKV_HD void decode_nvfp4_group(const std::uint8_t* packed, float scale, float outer_scale, float* out) {
+MLAKV_UNROLL
+  for (int i = 0; i < kNvfp4GroupSize / 2; ++i) {
+    out[2 * i] = decode_e2m1(packed[i] & 0xF) * scale * outer_scale;
+    out[2 * i + 1] = decode_e2m1(packed[i] >> 4) * scale * outer_scale;
+  }
+}
+
+}  // namespace mlakv::codec
+
+namespace mlakv::codec {
+
+using format::Nvfp4Latent;
+
+/// The static NVFP4 latent at [0, 288): all 32 groups of one token.
+template <InputDtype kDtype>
+MLAKV_HD void encode_latent_static(const std::uint16_t* kv_c, std::uint8_t* record) {
+  for (int g = 0; g < format::kNvfp4Groups; ++g) {
+    float x[kNvfp4GroupSize];
+    load_inputs<kDtype, kNvfp4GroupSize>(kv_c + g * kNvfp4GroupSize, x);
+    record[Nvfp4Latent::kGroupScales.offset + g] =
+        encode_nvfp4_group_static(x, record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2));
+  }
+}
+
+/// Decodes a latent whose scale bytes hold the dequant scale times `boost`,
+/// and whose values are finally multiplied by `outer_scale`.
+MLAKV_HD void decode_latent(const std::uint8_t* record, float unboost, float outer_scale, float* kv_c) {
+  for (int g = 0; g < format::kNvfp4Groups; ++g) {
+    const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
+    decode_nvfp4_group(record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2), s, outer_scale,
+                       kv_c + g * kNvfp4GroupSize);
+  }
+}
+
+/// The scaled E4M3 RoPE of the 368-byte records: rs = amax * (1/448); returns rs.
+template <InputDtype kDtype>
+MLAKV_HD float encode_rope_scaled_e4m3(const std::uint16_t* k_pe, std::uint8_t* codes) {
+  float amax = 0.0f;
+  for (int i = 0; i < kRopeDim; ++i) amax = fold_amax(amax, load_input<kDtype>(k_pe[i]));
+  const float rs = amax * kInvE4m3Max;
+  for (int i = 0; i < kRopeDim; ++i) {
+    codes[i] = rs == 0.0f ? std::uint8_t{0} : encode_e4m3(div_rn(load_input<kDtype>(k_pe[i]), rs));
+  }
+  return rs;
+}
+
+MLAKV_HD void decode_rope_scaled_e4m3(const std::uint8_t* codes, float rs, float* k_pe) {
+  for (int i = 0; i < kRopeDim; ++i) k_pe[i] = decode_e4m3(codes[i]) * rs;
+}
+
+}  // namespace mlakv::codec

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU backend: loops over the shared codecs. It is the bit-exact reference.
+#pragma once
+
+#include "kernels/params.h"
+
+namespace mlakv::cpu {
+
+void write_records(const kernels::WriteParams& params);
+void gather_records(const kernels::GatherParams& params);
+
+}  // namespace mlakv::cpu

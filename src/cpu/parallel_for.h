@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// A blocking parallel loop over [0, n) on short-lived threads: the CPU
+// reference's only concurrency. Chunks are disjoint, so results do not depend
+// on the thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace mlakv::cpu {
+
+// Work below this many items per thread is not worth a thread start.
+inline constexpr std::int64_t kMinItemsPerThread = 512;
+
+template <class Fn>
+void parallel_for(std::int64_t n, Fn&& fn) {
+  const std::int64_t hw = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t threads = std::clamp<std::int64_t>(n / kMinItemsPerThread, 1, hw);
+  if (threads == 1) {
+    for (std::int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  const std::int64_t chunk = (n + threads - 1) / threads;
+  std::vector<std::jthread> workers;
+  workers.reserve(static_cast<std::size_t>(threads - 1));
+  auto run = [&fn, n, chunk](std::int64_t t) {
+    const std::int64_t end = std::min(n, (t + 1) * chunk);
+    for (std::int64_t i = t * chunk; i < end; ++i) fn(i);
+  };
+  for (std::int64_t t = 1; t < threads; ++t) workers.emplace_back(run, t);
+  run(0);
+}
+
+}  // namespace mlakv::cpu

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The public registry of formats, built from the constexpr specs.
+#include <array>
+#include <string>
+
+#include "format/specs.h"
+#include "mlakv/error.h"
+#include "mlakv/formats.h"
+
+namespace mlakv {
+namespace {
+
+using namespace format;
+
+constexpr FieldInfo field(std::string_view name, Field f, std::string_view contents) {
+  return FieldInfo{name, f.offset, f.bytes, contents};
+}
+
+constexpr FieldInfo kBf16Fields[] = {
+    field("latent", FormatBf16::kLatent, "kv_c, 512 x bf16"),
+    field("rope", FormatBf16::kRope, "k_pe, 64 x bf16"),
+};
+constexpr FieldInfo kFp16Fields[] = {
+    field("latent", FormatFp16::kLatent, "kv_c, 512 x fp16"),
+    field("rope", FormatFp16::kRope, "k_pe, 64 x fp16"),
+};
+constexpr FieldInfo kFp8E4m3Fields[] = {
+    field("latent", FormatFp8E4m3::kLatent, "E4M3(kv_c / k_scale)"),
+    field("rope", FormatFp8E4m3::kRope, "E4M3(k_pe / k_scale)"),
+};
+constexpr FieldInfo kFp8DsMlaFields[] = {
+    field("latent", FormatFp8DsMla::kLatent, "E4M3(x / ts), 4 tiles of 128"),
+    field("tile_scales", FormatFp8DsMla::kTileScales, "4 x f32 ts = max(amax / 448, FLT_MIN)"),
+    field("rope", FormatFp8DsMla::kRope, "k_pe, 64 raw 16-bit inputs"),
+};
+constexpr FieldInfo kNvfp4DsMlaFields[] = {
+    field("latent_codes", FormatNvfp4DsMla::kCodes, "packed E2M1, 32 groups of 16"),
+    field("group_scales", FormatNvfp4DsMla::kGroupScales, "32 x E4M3(amax / 6)"),
+    field("pad", FormatNvfp4DsMla::kPad, "zero"),
+    field("rope", FormatNvfp4DsMla::kRope, "k_pe, 64 x bf16"),
+};
+constexpr FieldInfo kNvfp4DsMlaFp8RopeFields[] = {
+    field("latent_codes", FormatNvfp4DsMlaFp8Rope::kCodes, "packed E2M1, 32 groups of 16"),
+    field("group_scales", FormatNvfp4DsMlaFp8Rope::kGroupScales, "32 x E4M3(amax / 6)"),
+    field("rope_scale", FormatNvfp4DsMlaFp8Rope::kRopeScale, "f32 rs = rope_amax / 448"),
+    field("pad", FormatNvfp4DsMlaFp8Rope::kPad, "zero"),
+    field("rope", FormatNvfp4DsMlaFp8Rope::kRope, "64 x E4M3(k_pe / rs)"),
+};
+constexpr FieldInfo kNvfp4DsMlaFp8RopePtsFields[] = {
+    field("latent_codes", FormatNvfp4DsMlaFp8RopePts::kCodes, "packed E2M1 of x / st, 32 groups of 16"),
+    field("group_scales", FormatNvfp4DsMlaFp8RopePts::kGroupScales, "32 x E4M3((amax / st) / 6)"),
+    field("rope_scale", FormatNvfp4DsMlaFp8RopePts::kRopeScale, "f32 rs = rope_amax / 448"),
+    field("token_scale", FormatNvfp4DsMlaFp8RopePts::kTokenScale, "f32 st = token_amax / 2688"),
+    field("pad", FormatNvfp4DsMlaFp8RopePts::kPad, "zero"),
+    field("rope", FormatNvfp4DsMlaFp8RopePts::kRope, "64 x E4M3(k_pe / rs)"),
+};
+constexpr FieldInfo kNvfp4Fp8DsMlaFields[] = {
+    field("latent_codes", FormatNvfp4Fp8DsMla::kCodes, "packed E2M1, 32 groups of 16"),
+    field("group_scales", FormatNvfp4Fp8DsMla::kGroupScales, "32 x E4M3(64 * amax / 6)"),
+    field("rope", FormatNvfp4Fp8DsMla::kRope, "64 x E4M3(clamp(k_pe, +-448))"),
+};
+
+const std::array<FormatInfo, 8> kFormats = {{
+    {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
+     "vLLM auto cache, bf16 model", kBf16Fields},
+    {Format::kFp16, "fp16", FormatFp16::kRecordBytes, kCacheAlignment, "fp16 kv_c | fp16 k_pe",
+     "vLLM auto cache, fp16 model", kFp16Fields},
+    {Format::kFp8E4m3, "fp8_e4m3", FormatFp8E4m3::kRecordBytes, kCacheAlignment,
+     "E4M3 kv_c | E4M3 k_pe, per-tensor k_scale", "vLLM fp8 / fp8_e4m3", kFp8E4m3Fields},
+    {Format::kFp8DsMla, "fp8_ds_mla", FormatFp8DsMla::kRecordBytes, kCacheAlignment,
+     "E4M3 kv_c in 4 tiles | 4 f32 tile scales | raw 16-bit k_pe", "vLLM / FlashMLA (DeepSeek V3.2)",
+     kFp8DsMlaFields},
+    {Format::kNvfp4DsMla, "nvfp4_ds_mla", FormatNvfp4DsMla::kRecordBytes, kCacheAlignment,
+     "NVFP4 kv_c (static) | pad | bf16 k_pe", "b12x stock record (KV_FP8_ROPE=0)", kNvfp4DsMlaFields},
+    {Format::kNvfp4DsMlaFp8Rope, "nvfp4_ds_mla_fp8_rope", FormatNvfp4DsMlaFp8Rope::kRecordBytes,
+     kCacheAlignment, "NVFP4 kv_c (static) | f32 rope scale | pad | E4M3 k_pe",
+     "b12x compact record (KV_FP8_ROPE=1)", kNvfp4DsMlaFp8RopeFields},
+    {Format::kNvfp4DsMlaFp8RopePts, "nvfp4_ds_mla_fp8_rope_pts", FormatNvfp4DsMlaFp8RopePts::kRecordBytes,
+     kCacheAlignment, "NVFP4 kv_c (per-token scale) | f32 rope scale | f32 token scale | pad | E4M3 k_pe",
+     "b12x per-token-scale variant", kNvfp4DsMlaFp8RopePtsFields},
+    {Format::kNvfp4Fp8DsMla, "nvfp4_fp8_ds_mla", FormatNvfp4Fp8DsMla::kRecordBytes, kCacheAlignment,
+     "NVFP4 kv_c (64x scale bytes) | E4M3 k_pe", "upstream vLLM / FlashMLA nvfp4_fp8_ds_mla",
+     kNvfp4Fp8DsMlaFields},
+}};
+
+}  // namespace
+
+std::span<const FormatInfo> formats() noexcept { return kFormats; }
+
+const FormatInfo& format_info(Format format) noexcept { return kFormats[static_cast<std::size_t>(format)]; }
+
+std::string format_ids() {
+  std::string ids;
+  for (const FormatInfo& info : kFormats) {
+    if (!ids.empty()) ids += ", ";
+    ids += info.id;
+  }
+  return ids;
+}
+
+Format parse_format(std::string_view id) {
+  for (const FormatInfo& info : kFormats) {
+    if (info.id == id) return info.format;
+  }
+  throw Error(ErrorCode::kValue,
+              "mlakv::parse_format: format: unknown id '" + std::string(id) + "', expected one of " + format_ids());
+}
+
+}  // namespace mlakv

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// The byte layout of every record format of docs/ABI.md, as constexpr specs.
+// This is the only place a byte offset is written down; codecs, the registry,
+// validation and the CLI take offsets from here.
+#pragma once
+
+namespace mlakv::format {
+
+inline constexpr int kLatentDim = 512;  // kv_lora_rank
+inline constexpr int kRopeDim = 64;     // qk_rope_head_dim
+
+inline constexpr int kNvfp4GroupSize = 16;
+inline constexpr int kNvfp4Groups = kLatentDim / kNvfp4GroupSize;
+inline constexpr int kFp8TileSize = 128;
+inline constexpr int kFp8Tiles = kLatentDim / kFp8TileSize;
+
+/// The base pointer and both outer strides of a cache must be multiples of this.
+inline constexpr int kCacheAlignment = 16;
+/// Input rows (kv_c, k_pe) must start on this boundary.
+inline constexpr int kInputRowAlignment = 4;
+
+struct Field {
+  int offset;
+  int bytes;
+  [[nodiscard]] constexpr int end() const { return offset + bytes; }
+};
+
+// Fields must follow each other with no gap or overlap and end at the record end.
+template <int kRecordBytes, int kN>
+constexpr bool tiles_record(const Field (&fields)[kN]) {
+  int next = 0;
+  for (const Field& f : fields) {
+    if (f.offset != next || f.bytes <= 0) return false;
+    next = f.end();
+  }
+  return next == kRecordBytes;
+}
+
+// The NVFP4 latent shared by the 432, 368 and 368-pts records.
+struct Nvfp4Latent {
+  static constexpr Field kCodes{0, kLatentDim / 2};              // packed E2M1, low nibble first
+  static constexpr Field kGroupScales{kCodes.end(), kNvfp4Groups};  // one E4M3 byte per group
+};
+
+struct FormatBf16 {
+  static constexpr int kRecordBytes = 1152;
+  static constexpr Field kLatent{0, kLatentDim * 2};
+  static constexpr Field kRope{kLatent.end(), kRopeDim * 2};
+  static constexpr Field kFields[] = {kLatent, kRope};
+};
+using FormatFp16 = FormatBf16;  // same layout, fp16 elements
+
+struct FormatFp8E4m3 {
+  static constexpr int kRecordBytes = 576;
+  static constexpr Field kLatent{0, kLatentDim};
+  static constexpr Field kRope{kLatent.end(), kRopeDim};
+  static constexpr Field kFields[] = {kLatent, kRope};
+};
+
+struct FormatFp8DsMla {
+  static constexpr int kRecordBytes = 656;
+  static constexpr Field kLatent{0, kLatentDim};
+  static constexpr Field kTileScales{kLatent.end(), kFp8Tiles * 4};  // f32 little-endian
+  static constexpr Field kRope{kTileScales.end(), kRopeDim * 2};     // raw 16-bit inputs
+  static constexpr Field kFields[] = {kLatent, kTileScales, kRope};
+};
+
+struct FormatNvfp4DsMla {
+  static constexpr int kRecordBytes = 432;
+  static constexpr Field kCodes = Nvfp4Latent::kCodes;
+  static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
+  static constexpr Field kPad{kGroupScales.end(), 16};
+  static constexpr Field kRope{kPad.end(), kRopeDim * 2};  // bf16
+  static constexpr Field kFields[] = {kCodes, kGroupScales, kPad, kRope};
+};
+
+struct FormatNvfp4DsMlaFp8Rope {
+  static constexpr int kRecordBytes = 368;
+  static constexpr Field kCodes = Nvfp4Latent::kCodes;
+  static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
+  static constexpr Field kRopeScale{kGroupScales.end(), 4};  // f32
+  static constexpr Field kPad{kRopeScale.end(), 12};
+  static constexpr Field kRope{kPad.end(), kRopeDim};  // E4M3
+  static constexpr Field kFields[] = {kCodes, kGroupScales, kRopeScale, kPad, kRope};
+};
+
+struct FormatNvfp4DsMlaFp8RopePts {
+  static constexpr int kRecordBytes = 368;
+  static constexpr Field kCodes = Nvfp4Latent::kCodes;
+  static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
+  static constexpr Field kRopeScale{kGroupScales.end(), 4};   // f32
+  static constexpr Field kTokenScale{kRopeScale.end(), 4};    // f32
+  static constexpr Field kPad{kTokenScale.end(), 8};
+  static constexpr Field kRope{kPad.end(), kRopeDim};  // E4M3
+  static constexpr Field kFields[] = {kCodes, kGroupScales, kRopeScale, kTokenScale, kPad, kRope};
+};
+
+struct FormatNvfp4Fp8DsMla {
+  static constexpr int kRecordBytes = 352;
+  static constexpr Field kCodes = Nvfp4Latent::kCodes;
+  static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;  // E4M3 of 64x the scale
+  static constexpr Field kRope{kGroupScales.end(), kRopeDim};       // E4M3, clamped
+  static constexpr Field kFields[] = {kCodes, kGroupScales, kRope};
+};
+
+static_assert(tiles_record<FormatBf16::kRecordBytes>(FormatBf16::kFields));
+static_assert(tiles_record<FormatFp8E4m3::kRecordBytes>(FormatFp8E4m3::kFields));
+static_assert(tiles_record<FormatFp8DsMla::kRecordBytes>(FormatFp8DsMla::kFields));
+static_assert(tiles_record<FormatNvfp4DsMla::kRecordBytes>(FormatNvfp4DsMla::kFields));
+static_assert(tiles_record<FormatNvfp4DsMlaFp8Rope::kRecordBytes>(FormatNvfp4DsMlaFp8Rope::kFields));
+static_assert(tiles_record<FormatNvfp4DsMlaFp8RopePts::kRecordBytes>(FormatNvfp4DsMlaFp8RopePts::kFields));
+static_assert(tiles_record<FormatNvfp4Fp8DsMla::kRecordBytes>(FormatNvfp4Fp8DsMla::kFields));
+
+// ABI.md: the compact record keeps the stock offsets and shrinks only the RoPE tail.
+static_assert(FormatNvfp4DsMlaFp8Rope::kRope.offset == FormatNvfp4DsMla::kRope.offset);
+static_assert(FormatNvfp4DsMlaFp8RopePts::kRecordBytes == FormatNvfp4DsMlaFp8Rope::kRecordBytes);
+static_assert(FormatNvfp4Fp8DsMla::kRecordBytes == 352);
+static_assert(FormatFp8DsMla::kRecordBytes % kCacheAlignment == 0 &&
+              FormatNvfp4DsMla::kRecordBytes % kCacheAlignment == 0 &&
+              FormatNvfp4DsMlaFp8Rope::kRecordBytes % kCacheAlignment == 0 &&
+              FormatNvfp4Fp8DsMla::kRecordBytes % kCacheAlignment == 0 &&
+              FormatFp8E4m3::kRecordBytes % kCacheAlignment == 0 &&
+              FormatBf16::kRecordBytes % kCacheAlignment == 0,
+              "every record size is a multiple of the cache alignment, so dense caches qualify");
+
+}  // namespace mlakv::format

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every bf16 and fp16 bit pattern through the codecs' E4M3, E2M1 and bf16
+// conversions, against table-driven oracles written here from the OCP
+// definitions (not by calling CUDA's headers again).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "codec/element.h"
+
+namespace {
+
+using mlakv::codec::InputDtype;
+
+// OCP E4M3FN: 1 sign, 4 exponent (bias 7), 3 mantissa bits; S.1111.111 is NaN; no inf.
+double e4m3_value(unsigned code) {
+  const unsigned e = (code >> 3) & 0xF;
+  const unsigned m = code & 0x7;
+  if (e == 0xF && m == 0x7) return std::numeric_limits<double>::quiet_NaN();
+  const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, static_cast<int>(e) - 7);
+  return (code & 0x80) ? -mag : mag;
+}
+
+// OCP E2M1: 1 sign, 2 exponent (bias 1), 1 mantissa bit.
+double e2m1_value(unsigned code) {
+  static constexpr double kMagnitudes[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  const double mag = kMagnitudes[code & 0x7];
+  return (code & 0x8) ? -mag : mag;
+}
+
+// Round |x| to the nearest of the sorted positive codes 0..max_code, ties to
+// the even code (mantissa lsb 0), saturating above the largest; the sign is kept.
+unsigned round_to_table(double x, unsigned max_code, unsigned sign_bit, double (*value)(unsigned)) {
+  const bool negative = std::signbit(x);
+  const double m = std::fabs(x);
+  unsigned code = max_code;
+  if (m < value(max_code)) {
+    unsigned hi = 1;
+    while (value(hi) < m) ++hi;  // value(hi - 1) < m <= value(hi)
+    const double d_lo = m - value(hi - 1);
+    const double d_hi = value(hi) - m;
+    if (d_hi == 0.0) {
+      code = hi;
+    } else if (d_lo < d_hi) {
+      code = hi - 1;
+    } else if (d_hi < d_lo) {
+      code = hi;
+    } else {
+      code = ((hi - 1) & 1) == 0 ? hi - 1 : hi;
+    }
+    if (m == 0.0) code = 0;
+  }
+  return negative ? (code | sign_bit) : code;
+}
+
+unsigned e4m3_oracle(double x) {
+  if (std::isnan(x)) return 0x7F;
+  return round_to_table(x, 0x7E, 0x80, e4m3_value);
+}
+
+unsigned e2m1_oracle(double x) {
+  if (std::isnan(x)) return 0x7;
+  return round_to_table(x, 0x7, 0x8, e2m1_value);
+}
+
+// The textbook f32 -> bf16 round-to-nearest-even on the bit pattern.
+std::uint16_t bf16_oracle(float x) {
+  if (std::isnan(x)) return 0x7FFF;
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  const std::uint32_t lsb = (u >> 16) & 1u;
+  return static_cast<std::uint16_t>((u + 0x7FFFu + lsb) >> 16);
+}
+
+template <InputDtype kDtype>
+void expect_all_patterns_match_oracles() {
+  int e4m3_bad = 0;
+  int e2m1_bad = 0;
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const float x = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(bits));
+    const unsigned e4m3 = mlakv::codec::encode_e4m3(x);
+    const unsigned e2m1 = mlakv::codec::encode_e2m1(x);
+    if (e4m3 != e4m3_oracle(x) && e4m3_bad++ < 5) {
+      ADD_FAILURE() << "E4M3 of input bits 0x" << std::hex << bits << " (" << x << "): got 0x" << e4m3
+                    << ", oracle 0x" << e4m3_oracle(x);
+    }
+    if (e2m1 != e2m1_oracle(x) && e2m1_bad++ < 5) {
+      ADD_FAILURE() << "E2M1 of input bits 0x" << std::hex << bits << " (" << x << "): got 0x" << e2m1
+                    << ", oracle 0x" << e2m1_oracle(x);
+    }
+  }
+  EXPECT_EQ(e4m3_bad, 0);
+  EXPECT_EQ(e2m1_bad, 0);
+}
+
+TEST(element_conversion, every_bf16_pattern_matches_e4m3_and_e2m1_oracles) {
+  expect_all_patterns_match_oracles<InputDtype::kBf16>();
+}
+
+TEST(element_conversion, every_fp16_pattern_matches_e4m3_and_e2m1_oracles) {
+  expect_all_patterns_match_oracles<InputDtype::kFp16>();
+}
+
+TEST(element_conversion, widening_is_exact_for_every_pattern) {
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const float bf = mlakv::codec::load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(bits));
+    std::uint32_t u;
+    std::memcpy(&u, &bf, sizeof(u));
+    ASSERT_EQ(u, bits << 16) << "bf16 bits 0x" << std::hex << bits;
+    // fp16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+    const float h = mlakv::codec::load_input<InputDtype::kFp16>(static_cast<std::uint16_t>(bits));
+    const unsigned e = (bits >> 10) & 0x1F;
+    const unsigned m = bits & 0x3FF;
+    double expect = e == 0 ? std::ldexp(m / 1024.0, -14) : std::ldexp(1.0 + m / 1024.0, static_cast<int>(e) - 15);
+    if (e == 0x1F) expect = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    if (bits & 0x8000) expect = -expect;
+    if (std::isnan(expect)) {
+      ASSERT_TRUE(std::isnan(h)) << "fp16 bits 0x" << std::hex << bits;
+    } else {
+      ASSERT_EQ(static_cast<double>(h), expect) << "fp16 bits 0x" << std::hex << bits;
+      ASSERT_EQ(std::signbit(h), (bits & 0x8000) != 0);
+    }
+  }
+}
+
+TEST(element_conversion, every_fp16_pattern_rounds_to_bf16_like_the_oracle) {
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const float x = mlakv::codec::load_input<InputDtype::kFp16>(static_cast<std::uint16_t>(bits));
+    ASSERT_EQ(mlakv::codec::encode_bf16(x), bf16_oracle(x)) << "fp16 bits 0x" << std::hex << bits;
+  }
+}
+
+TEST(element_conversion, decoders_match_the_ocp_tables) {
+  for (unsigned code = 0; code < 256; ++code) {
+    const double expect = e4m3_value(code);
+    const float got = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(code));
+    if (std::isnan(expect)) {
+      EXPECT_TRUE(std::isnan(got)) << "E4M3 code 0x" << std::hex << code;
+    } else {
+      EXPECT_EQ(static_cast<double>(got), expect) << "E4M3 code 0x" << std::hex << code;
+    }
+  }
+  for (unsigned code = 0; code < 16; ++code) {
+    EXPECT_EQ(static_cast<double>(mlakv::codec::decode_e2m1(static_cast<std::uint8_t>(code))), e2m1_value(code))
+        << "E2M1 code 0x" << std::hex << code;
+  }
+}
+
+TEST(element_conversion, special_values_follow_abi_rules) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(mlakv::codec::encode_e4m3(nan), 0x7F);
+  EXPECT_EQ(mlakv::codec::encode_e4m3(-nan), 0x7F);
+  EXPECT_EQ(mlakv::codec::encode_e4m3(inf), 0x7E);   // saturate to 448
+  EXPECT_EQ(mlakv::codec::encode_e4m3(-inf), 0xFE);  // -448
+  EXPECT_EQ(mlakv::codec::encode_e2m1(nan), 0x7);
+  EXPECT_EQ(mlakv::codec::encode_e2m1(-nan), 0x7);
+  EXPECT_EQ(mlakv::codec::encode_e2m1(-0.0f), 0x8);
+  EXPECT_EQ(mlakv::codec::encode_e2m1(inf), 0x7);
+  EXPECT_EQ(mlakv::codec::encode_e2m1(-inf), 0xF);
+  EXPECT_EQ(mlakv::codec::encode_bf16(-nan), 0x7FFF);
+}
+
+TEST(element_conversion, amax_fold_ignores_nan_and_sign) {
+  float amax = 0.0f;
+  for (float x : {1.5f, std::numeric_limits<float>::quiet_NaN(), -3.0f, -0.0f}) amax = mlakv::codec::fold_amax(amax, x);
+  EXPECT_EQ(amax, 3.0f);
+}
+
+}  // namespace

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// The registry against docs/ABI.md: ids, sizes, fields, lookups.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "mlakv/error.h"
+#include "mlakv/formats.h"
+
+namespace {
+
+using mlakv::Format;
+
+TEST(format_registry, ids_and_record_sizes_match_abi) {
+  const std::pair<const char*, int> expected[] = {
+      {"bf16", 1152},         {"fp16", 1152},         {"fp8_e4m3", 576},
+      {"fp8_ds_mla", 656},    {"nvfp4_ds_mla", 432},  {"nvfp4_ds_mla_fp8_rope", 368},
+      {"nvfp4_ds_mla_fp8_rope_pts", 368}, {"nvfp4_fp8_ds_mla", 352},
+  };
+  ASSERT_EQ(mlakv::formats().size(), std::size(expected));
+  for (std::size_t i = 0; i < std::size(expected); ++i) {
+    const mlakv::FormatInfo& info = mlakv::formats()[i];
+    EXPECT_EQ(info.id, expected[i].first);
+    EXPECT_EQ(info.record_bytes, expected[i].second) << info.id;
+    EXPECT_EQ(info.cache_alignment, 16) << info.id;
+    EXPECT_EQ(static_cast<std::size_t>(info.format), i) << info.id;
+    EXPECT_EQ(&mlakv::format_info(info.format), &info);
+    EXPECT_EQ(mlakv::parse_format(info.id), info.format);
+  }
+}
+
+TEST(format_registry, fields_cover_every_record_byte_in_order) {
+  for (const mlakv::FormatInfo& info : mlakv::formats()) {
+    int next = 0;
+    for (const mlakv::FieldInfo& f : info.fields) {
+      EXPECT_EQ(f.offset, next) << info.id << "." << f.name;
+      next = f.offset + f.bytes;
+    }
+    EXPECT_EQ(next, info.record_bytes) << info.id;
+  }
+}
+
+TEST(format_registry, compact_record_keeps_stock_offsets) {
+  const auto& stock = mlakv::format_info(Format::kNvfp4DsMla);
+  const auto& compact = mlakv::format_info(Format::kNvfp4DsMlaFp8Rope);
+  for (int i = 0; i < 2; ++i) {  // latent codes and group scales
+    EXPECT_EQ(stock.fields[i].offset, compact.fields[i].offset);
+    EXPECT_EQ(stock.fields[i].bytes, compact.fields[i].bytes);
+  }
+  EXPECT_EQ(stock.fields.back().offset, compact.fields.back().offset);  // RoPE at 304 in both
+}
+
+TEST(format_registry, unknown_id_lists_accepted_ones) {
+  try {
+    mlakv::parse_format("nvfp4");
+    FAIL() << "no exception";
+  } catch (const mlakv::Error& e) {
+    EXPECT_EQ(e.code(), mlakv::ErrorCode::kValue);
+    EXPECT_EQ(std::string(e.what()),
+              "mlakv::parse_format: format: unknown id 'nvfp4', expected one of bf16, fp16, fp8_e4m3, fp8_ds_mla, "
+              "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla");
+  }
+}
+
+}  // namespace

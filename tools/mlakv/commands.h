@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+// The subcommands of the mlakv tool.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace mlakv::tool {
+
+void add_formats_command(CLI::App& app);
+void add_roundtrip_command(CLI::App& app);
+
+}  // namespace mlakv::tool

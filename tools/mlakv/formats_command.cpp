@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// `mlakv formats`: the registry as a table; --fields adds each record's byte map.
+#include <fmt/core.h>
+
+#include <memory>
+
+#include "commands.h"
+#include "mlakv/formats.h"
+
+namespace mlakv::tool {
+namespace {
+
+void print_formats(bool fields) {
+  fmt::print("{:<26} {:>5}  {:<62} {}\n", "format", "bytes", "layout", "source");
+  for (const FormatInfo& info : formats()) {
+    fmt::print("{:<26} {:>5}  {:<62} {}\n", info.id, info.record_bytes, info.layout, info.source);
+    if (!fields) continue;
+    for (const FieldInfo& f : info.fields) {
+      fmt::print("    [{:>4}, {:>4})  {:<14} {}\n", f.offset, f.offset + f.bytes, f.name, f.contents);
+    }
+  }
+}
+
+}  // namespace
+
+void add_formats_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("formats", "List the record formats: id, bytes, layout, source");
+  auto fields = std::make_shared<bool>(false);
+  cmd->add_flag("--fields", *fields, "Also print every field's byte range");
+  cmd->callback([fields] { print_formats(*fields); });
+}
+
+}  // namespace mlakv::tool

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// mlakv: the command-line tool. Errors print one line and exit 2.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "mlakv/error.h"
+#include "mlakv/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mlakv: compact KV-cache record formats of MLA models"};
+  app.set_version_flag("--version", mlakv::kVersion);
+  app.require_subcommand(1);
+  mlakv::tool::add_formats_command(app);
+  mlakv::tool::add_roundtrip_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "mlakv: error: {}\n", e.what());
+    return 2;
+  } catch (const mlakv::Error& e) {
+    fmt::print(stderr, "mlakv: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

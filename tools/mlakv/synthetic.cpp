@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "synthetic.h"
+
+#include <cmath>
+#include <random>
+
+#include "codec/element.h"
+#include "format/specs.h"
+
+namespace mlakv::tool {
+namespace {
+
+std::uint16_t round_to(DType dtype, float x) {
+  return dtype == DType::kFloat16 ? __half_as_ushort(__float2half_rn(x)) : codec::encode_bf16(x);
+}
+
+float widen(DType dtype, std::uint16_t bits) {
+  return dtype == DType::kFloat16 ? codec::load_input<codec::InputDtype::kFp16>(bits)
+                                  : codec::load_input<codec::InputDtype::kBf16>(bits);
+}
+
+}  // namespace
+
+Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t seed) {
+  constexpr int kLatent = format::kLatentDim;
+  constexpr int kRope = format::kRopeDim;
+  constexpr int kOutlierEvery = 97;  // a handful of outlier channels
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> log_gain(std::log(0.25f), std::log(4.0f));
+
+  std::vector<float> gain(kLatent);
+  for (int c = 0; c < kLatent; ++c) gain[c] = std::exp(log_gain(rng)) * (c % kOutlierEvery == 0 ? 10.0f : 1.0f);
+
+  Activations a;
+  a.tokens = tokens;
+  a.dtype = dtype;
+  a.kv_c.resize(static_cast<std::size_t>(tokens) * kLatent);
+  a.k_pe.resize(static_cast<std::size_t>(tokens) * kRope);
+  a.kv_c_f32.resize(a.kv_c.size());
+  a.k_pe_f32.resize(a.k_pe.size());
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    for (int c = 0; c < kLatent; ++c) {
+      const std::size_t i = static_cast<std::size_t>(t) * kLatent + c;
+      a.kv_c[i] = round_to(dtype, 0.05f * gain[c] * normal(rng));
+      a.kv_c_f32[i] = widen(dtype, a.kv_c[i]);
+    }
+    const float magnitude = 1.0f + 0.5f * std::sin(0.01f * static_cast<float>(t));
+    for (int p = 0; p < kRope / 2; ++p) {
+      const float angle = static_cast<float>(t) * std::pow(10000.0f, -2.0f * p / kRope);
+      const float r = magnitude * std::abs(normal(rng));
+      for (int k = 0; k < 2; ++k) {
+        const std::size_t i = static_cast<std::size_t>(t) * kRope + 2 * p + k;
+        a.k_pe[i] = round_to(dtype, r * (k == 0 ? std::cos(angle) : std::sin(angle)));
+        a.k_pe_f32[i] = widen(dtype, a.k_pe[i]);
+      }
+    }
+  }
+  return a;
+}
+
+}  // namespace mlakv::tool
