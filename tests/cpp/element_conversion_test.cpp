@@ -11,26 +11,13 @@
 #include <vector>
 
 #include "codec/element.h"
+#include "test_support.h"
 
 namespace {
 
 using mlakv::codec::InputDtype;
-
-// OCP E4M3FN: 1 sign, 4 exponent (bias 7), 3 mantissa bits; S.1111.111 is NaN; no inf.
-double e4m3_value(unsigned code) {
-  const unsigned e = (code >> 3) & 0xF;
-  const unsigned m = code & 0x7;
-  if (e == 0xF && m == 0x7) return std::numeric_limits<double>::quiet_NaN();
-  const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, static_cast<int>(e) - 7);
-  return (code & 0x80) ? -mag : mag;
-}
-
-// OCP E2M1: 1 sign, 2 exponent (bias 1), 1 mantissa bit.
-double e2m1_value(unsigned code) {
-  static constexpr double kMagnitudes[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
-  const double mag = kMagnitudes[code & 0x7];
-  return (code & 0x8) ? -mag : mag;
-}
+using mlakv::test::e2m1_value;
+using mlakv::test::e4m3_value;
 
 // Round |x| to the nearest of the sorted positive codes 0..max_code, ties to
 // the even code (mantissa lsb 0), saturating above the largest; the sign is kept.
