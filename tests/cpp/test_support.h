@@ -158,3 +158,40 @@ class GuardedCache {
 };
 
 }  // namespace mlakv::test
+
+#include <algorithm>
+#include <random>
+
+#include "codec/element.h"
+
+namespace mlakv::test {
+
+inline std::uint16_t round_bf16(float x) { return codec::encode_bf16(x); }
+inline std::uint16_t round_fp16(float x) { return __half_as_ushort(__float2half_rn(x)); }
+
+/// Random 16-bit inputs: normal values with per-element magnitudes spread over
+/// 2^-12..2^6; with `specials`, also NaN, +-inf, +-0, subnormals and +-448.
+inline std::vector<std::uint16_t> random_inputs(std::size_t n, DType dtype, std::uint64_t seed, bool specials) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-12, 6);
+  std::uniform_int_distribution<int> pick(0, 63);
+  const bool bf16 = dtype == DType::kBFloat16;
+  const std::uint16_t special_bits[] = {
+      static_cast<std::uint16_t>(bf16 ? 0x7FC0 : 0x7E00), static_cast<std::uint16_t>(bf16 ? 0x7F80 : 0x7C00),
+      static_cast<std::uint16_t>(bf16 ? 0xFF80 : 0xFC00), 0x0000, 0x8000, 0x0001, 0x8003,
+      static_cast<std::uint16_t>(bf16 ? 0x43E0 : 0x5F00), static_cast<std::uint16_t>(bf16 ? 0xC3E0 : 0xDF00)};
+  std::vector<std::uint16_t> out(n);
+  for (auto& bits : out) {
+    if (specials && pick(rng) == 0) {
+      bits = special_bits[static_cast<std::size_t>(pick(rng)) % std::size(special_bits)];
+      continue;
+    }
+    float x = std::ldexp(normal(rng), exponent(rng));
+    if (!bf16) x = std::clamp(x, -60000.0f, 60000.0f);
+    bits = bf16 ? round_bf16(x) : round_fp16(x);
+  }
+  return out;
+}
+
+}  // namespace mlakv::test
