@@ -7,7 +7,9 @@
 
 namespace mlakv {
 
-enum class DType : std::uint8_t { kBFloat16, kFloat16, kFloat32, kUInt8, kInt32, kInt64, kOther };
+enum class DType : std::uint8_t {
+  kBFloat16, kFloat16, kFloat32, kFloat64, kUInt8, kInt8, kUInt16, kInt16, kInt32, kInt64, kOther
+};
 enum class DeviceType : std::uint8_t { kCpu, kCuda, kOther };
 
 struct Device {
@@ -32,7 +34,7 @@ struct TensorView {
 
 /// Bytes per element of a dtype (0 for kOther).
 int dtype_size(DType dtype) noexcept;
-/// "bf16", "fp16", "float32", "uint8", "int32", "int64", "other".
+/// "bf16", "fp16", "float32", "uint8", "int64", ...; "other" for kOther.
 const char* dtype_name(DType dtype) noexcept;
 
 /// A dense row-major view of `data`; a convenience for C++ callers and tests.

@@ -16,7 +16,8 @@ using namespace nb::literals;
 namespace mlakv::python {
 namespace {
 
-using Array = nb::ndarray<>;
+using Array = nb::ndarray<nb::ro>;    // read: inputs, slots, scale
+using OutArray = nb::ndarray<>;       // written: caches and outputs
 using Tag = std::optional<std::string>;
 
 std::optional<TensorView> optional_view(const std::optional<Array>& array) {
@@ -25,7 +26,7 @@ std::optional<TensorView> optional_view(const std::optional<Array>& array) {
 }
 
 void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
-                             const Array& kv_cache, const Array& slot_mapping, const std::string& kv_cache_dtype,
+                             const OutArray& kv_cache, const Array& slot_mapping, const std::string& kv_cache_dtype,
                              const std::optional<Array>& scale) {
   const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
   const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
@@ -38,7 +39,7 @@ void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array
 }
 
 void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
-                                            const Tag& k_pe_tag, const Array& kv_cache, const Array& slot_mapping,
+                                            const Tag& k_pe_tag, const OutArray& kv_cache, const Array& slot_mapping,
                                             const std::optional<Array>& scale, bool per_token_scale) {
   const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
   const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
@@ -50,8 +51,8 @@ void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_t
                                       scale_view ? &*scale_view : nullptr, per_token_scale);
 }
 
-void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots, const Array& kv_c_out,
-                       const Array& k_pe_out, const std::optional<Array>& scale, const std::string& rope_dtype) {
+void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots,
+                       const OutArray& kv_c_out, const OutArray& k_pe_out, const std::optional<Array>& scale, const std::string& rope_dtype) {
   const Format parsed = parse_format(format);
   const TensorView cache_view = to_view(kv_cache);
   const TensorView slot_view = to_view(slots);

@@ -13,7 +13,11 @@ DType to_dtype(nb::dlpack::dtype t) {
   if (code == Code::Bfloat && t.bits == 16) return DType::kBFloat16;
   if (code == Code::Float && t.bits == 16) return DType::kFloat16;
   if (code == Code::Float && t.bits == 32) return DType::kFloat32;
+  if (code == Code::Float && t.bits == 64) return DType::kFloat64;
   if (code == Code::UInt && t.bits == 8) return DType::kUInt8;
+  if (code == Code::UInt && t.bits == 16) return DType::kUInt16;
+  if (code == Code::Int && t.bits == 8) return DType::kInt8;
+  if (code == Code::Int && t.bits == 16) return DType::kInt16;
   if (code == Code::Int && t.bits == 32) return DType::kInt32;
   if (code == Code::Int && t.bits == 64) return DType::kInt64;
   return DType::kOther;
@@ -23,11 +27,10 @@ bool is_uint16(nb::dlpack::dtype t) {
   return static_cast<nb::dlpack::dtype_code>(t.code) == nb::dlpack::dtype_code::UInt && t.bits == 16 && t.lanes == 1;
 }
 
-}  // namespace
-
-TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>& reinterpret_16bit) {
+template <class Array>
+TensorView view_of(const Array& array, const std::optional<std::string>& reinterpret_16bit) {
   TensorView view;
-  view.data = array.data();
+  view.data = const_cast<void*>(static_cast<const void*>(array.data()));
   view.dtype = to_dtype(array.dtype());
   if (reinterpret_16bit && is_uint16(array.dtype())) {
     view.dtype = *reinterpret_16bit == "fp16" ? DType::kFloat16 : DType::kBFloat16;
@@ -48,6 +51,14 @@ TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>&
   }
   return view;
 }
+
+}  // namespace
+
+TensorView to_view(const nb::ndarray<nb::ro>& array, const std::optional<std::string>& reinterpret_16bit) {
+  return view_of(array, reinterpret_16bit);
+}
+
+TensorView to_view(const nb::ndarray<>& array) { return view_of(array, std::nullopt); }
 
 void register_error_translator() {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

@@ -15,7 +15,11 @@ namespace nb = nanobind;
 
 /// `reinterpret_16bit` ("bf16"/"fp16") relabels a uint16 array: numpy has no
 /// bfloat16, so the Python layer passes ml_dtypes arrays as uint16 views.
-TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>& reinterpret_16bit = std::nullopt);
+/// Inputs are taken as read-only arrays (numpy views of bytes included);
+/// outputs and caches as writable ones.
+TensorView to_view(const nb::ndarray<nb::ro>& array,
+                   const std::optional<std::string>& reinterpret_16bit = std::nullopt);
+TensorView to_view(const nb::ndarray<>& array);
 
 /// mlakv::Error -> TypeError (dtype), NotImplementedError (unsupported), else ValueError.
 void register_error_translator();

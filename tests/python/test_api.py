@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python surface: metadata, entry points, scale forms, the reader, the installed command."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import BF16, random_inputs
+
+import mlakv
+from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
+
+RECORD_BYTES = {
+    "bf16": 1152,
+    "fp16": 1152,
+    "fp8_e4m3": 576,
+    "fp8_ds_mla": 656,
+    "nvfp4_ds_mla": 432,
+    "nvfp4_ds_mla_fp8_rope": 368,
+    "nvfp4_ds_mla_fp8_rope_pts": 368,
+    "nvfp4_fp8_ds_mla": 352,
+}
+
+
+def test_formats_lists_the_eight_abi_formats_with_fields():
+    fmts = mlakv.formats()
+    assert {f["id"]: f["record_bytes"] for f in fmts} == RECORD_BYTES
+    for f in fmts:
+        assert sum(field["bytes"] for field in f["fields"]) == f["record_bytes"]
+        assert f["cache_alignment"] == 16
+
+
+def test_capabilities_cover_every_format_on_the_cpu():
+    caps = mlakv.capabilities()
+    cpu = {c["format"] for c in caps if c["backend"] == "cpu" and c["writer"] and c["reader"]}
+    assert cpu == set(RECORD_BYTES)
+
+
+def test_version_is_a_string():
+    assert isinstance(mlakv.__version__, str) and mlakv.__version__.count(".") == 2
+
+
+def test_import_mlakv_does_not_import_the_compact_writer_module():
+    code = "import sys, mlakv; mlakv.concat_and_cache_mla; print('mlakv.kv_cache' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def write(fmt: str, kv_c, k_pe, slots, scale=None, blocks=1, block_size=None) -> np.ndarray:
+    block_size = block_size or len(slots)
+    cache = np.zeros((blocks, block_size, RECORD_BYTES[fmt]), dtype=np.uint8)
+    if fmt.startswith("nvfp4_ds_mla_fp8_rope"):
+        concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache, slots, scale, per_token_scale=fmt.endswith("pts"))
+    else:
+        mlakv.concat_and_cache_mla(kv_c, k_pe, cache, slots, fmt if fmt not in ("bf16", "fp16") else "auto", scale)
+    return cache
+
+
+def test_scale_accepts_float_numpy_scalar_and_one_element_array(bf16_inputs):
+    kv_c, k_pe = bf16_inputs
+    slots = np.arange(8, dtype=np.int64)
+    records = [
+        write("fp8_e4m3", kv_c, k_pe, slots, s)
+        for s in (0.5, np.float32(0.5), np.array([0.5], dtype=np.float32), np.array(0.5, dtype=np.float32))
+    ]
+    for r in records[1:]:
+        np.testing.assert_array_equal(r, records[0])
+    assert not np.array_equal(records[0], write("fp8_e4m3", kv_c, k_pe, slots, 1.0))
+
+
+def test_stock_entry_point_squeezes_k_pe_and_flattens_slot_column(bf16_inputs):
+    kv_c, k_pe = bf16_inputs
+    slots = np.arange(8, dtype=np.int64)[::-1].copy()
+    flat = write("nvfp4_ds_mla", kv_c, k_pe, slots)
+    viewed = write("nvfp4_ds_mla", kv_c, k_pe[:, None, :], slots[:, None])
+    np.testing.assert_array_equal(flat, viewed)
+
+
+def test_slot_list_is_accepted_and_out_of_range_slots_are_skipped(bf16_inputs):
+    kv_c, k_pe = bf16_inputs
+    cache = np.full((2, 4, 368), 7, dtype=np.uint8)
+    slots = [0, -1, 8, 5, 2**40 + 1, 7, -5, 3]
+    concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache, slots)
+    written = {0, 5, 7, 3}
+    for s in range(8):
+        touched = not (cache.reshape(8, 368)[s] == 7).all()
+        assert touched == (s in written), s
+
+
+def test_per_token_scale_writes_the_pts_record(bf16_inputs):
+    kv_c, k_pe = bf16_inputs
+    slots = np.arange(8, dtype=np.int64)
+    static = write("nvfp4_ds_mla_fp8_rope", kv_c, k_pe, slots).reshape(8, 368)
+    pts = write("nvfp4_ds_mla_fp8_rope_pts", kv_c, k_pe, slots).reshape(8, 368)
+    assert (static[:, 292:296] == 0).all()
+    assert (pts[:, 292:296] != 0).any(axis=1).all()
+    np.testing.assert_array_equal(static[:, 304:], pts[:, 304:])
+
+
+@pytest.mark.parametrize("fmt", sorted(RECORD_BYTES))
+def test_gather_records_round_trips_and_zeros_negative_slots(fmt):
+    dtype = np.float16 if fmt == "fp16" else BF16
+    kv_c, k_pe = random_inputs(16, dtype, seed=3)
+    cache = write(fmt, kv_c, k_pe, np.arange(16, dtype=np.int64), 1.0, block_size=16)
+    slots = np.array([3, -1, 15, 16], dtype=np.int64)
+    kwargs = {"scale": 1.0} if fmt == "fp8_e4m3" else {}
+    kv_out, pe_out = mlakv.gather_records(fmt, cache, slots, rope_dtype="fp16" if fmt == "fp16" else "bf16", **kwargs)
+    assert kv_out.shape == (4, 512) and pe_out.shape == (4, 64) and kv_out.dtype == np.float32
+    assert not kv_out[[1, 3]].any() and not pe_out[[1, 3]].any()
+    ref_kv = kv_c.astype(np.float32)[[3, 15]]
+    ref_pe = k_pe.astype(np.float32)[[3, 15]]
+    rel = np.sqrt(((kv_out[[0, 2]] - ref_kv) ** 2).sum() / (ref_kv**2).sum())
+    tolerance = {"bf16": 0, "fp16": 0}.get(fmt, 0.2 if "nvfp4" in fmt else 0.05)
+    assert rel <= tolerance
+    assert np.sqrt(((pe_out[[0, 2]] - ref_pe) ** 2).sum() / (ref_pe**2).sum()) <= max(tolerance, 0.05)
+
+
+def test_fp16_inputs_are_accepted(bf16_inputs):
+    kv_c, k_pe = random_inputs(4, np.float16, seed=5)
+    cache = write("nvfp4_ds_mla_fp8_rope", kv_c, k_pe, np.arange(4, dtype=np.int64))
+    assert cache.any()
+
+
+def test_torch_cpu_tensors_give_the_same_bytes_as_numpy(bf16_inputs):
+    torch = pytest.importorskip("torch")
+    kv_c, k_pe = bf16_inputs
+    slots = np.arange(8, dtype=np.int64)
+    want = write("nvfp4_ds_mla_fp8_rope", kv_c, k_pe, slots)
+    t_kv = torch.from_numpy(kv_c.view(np.int16)).view(torch.bfloat16)
+    t_pe = torch.from_numpy(k_pe.view(np.int16)).view(torch.bfloat16)
+    cache = torch.zeros((1, 8, 368), dtype=torch.uint8)
+    concat_and_cache_nvfp4_mla_fp8_rope(t_kv, t_pe, cache, torch.arange(8), torch.tensor([1.0]))
+    np.testing.assert_array_equal(cache.numpy(), want)
+
+
+def test_cuda_tensors_are_rejected_until_the_cuda_backend_lands():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    kv_c = torch.zeros((2, 512), dtype=torch.bfloat16, device="cuda")
+    k_pe = torch.zeros((2, 64), dtype=torch.bfloat16, device="cuda")
+    cache = torch.zeros((1, 2, 368), dtype=torch.uint8, device="cuda")
+    with pytest.raises(NotImplementedError, match="no CUDA backend in this build yet"):
+        concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache, torch.arange(2, device="cuda"))
+
+
+def test_mlakv_command_is_installed_and_prints_formats():
+    exe = shutil.which("mlakv")
+    assert exe is not None, "pip install must put the mlakv command on the PATH"
+    out = subprocess.run([exe, "formats"], capture_output=True, text=True, check=True).stdout
+    for fmt, size in RECORD_BYTES.items():
+        assert any(line.split()[:2] == [fmt, str(size)] for line in out.splitlines()), fmt
+
+
+def test_mlakv_command_exits_2_on_bad_arguments():
+    exe = shutil.which("mlakv")
+    assert exe is not None
+    result = subprocess.run([exe, "roundtrip", "--tokens", "zero"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "--tokens" in result.stderr
