@@ -12,39 +12,41 @@ namespace mlakv::codec {
 
 struct CodecFp8DsMla {
   using Spec = format::FormatFp8DsMla;
-  static constexpr int kTileSize = format::kFp8TileSize;
+  static constexpr int kLatentAmaxLanes = format::kFp8TileSize / kLatentPerLane;  // 8 lanes per tile
+  static constexpr bool kRopeAmax = false;
 
   /// ts = max(amax / 448, FLT_MIN): never zero, so a zero tile divides cleanly.
   MLAKV_HD static float tile_scale(float amax) { return fmaxf(div_rn(amax, kE4m3Max), FLT_MIN); }
 
   template <InputDtype kDtype>
-  MLAKV_HD static void encode_tile(const std::uint16_t* kv_c_tile, std::uint8_t* codes, std::uint8_t* scale_field) {
-    float amax = 0.0f;
-    for (int i = 0; i < kTileSize; ++i) amax = fold_amax(amax, load_input<kDtype>(kv_c_tile[i]));
-    const float ts = tile_scale(amax);
-    store_f32(scale_field, ts);
-    for (int i = 0; i < kTileSize; ++i) codes[i] = encode_e4m3(div_rn(load_input<kDtype>(kv_c_tile[i]), ts));
+  MLAKV_HD static LaneAmax lane_amax(const LaneInputs& in) {
+    return {amax_of<kDtype, kLatentPerLane>(in.kv_c), 0.0f};
   }
 
   template <InputDtype kDtype>
-  MLAKV_HD static void encode(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams&,
-                              std::uint8_t* record) {
-    for (int t = 0; t < format::kFp8Tiles; ++t) {
-      encode_tile<kDtype>(kv_c + t * kTileSize, record + Spec::kLatent.offset + t * kTileSize,
-                          record + Spec::kTileScales.offset + t * static_cast<int>(sizeof(float)));
+  MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
+                                   std::uint8_t* record) {
+    const float ts = tile_scale(amax.latent);
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) {
+      record[Spec::kLatent.offset + lane * kLatentPerLane + i] = encode_e4m3(div_rn(load_input<kDtype>(in.kv_c[i]), ts));
     }
-    for (int i = 0; i < kRopeDim; ++i) store_u16(record + Spec::kRope.offset + 2 * i, k_pe[i]);
+    if (lane % kLatentAmaxLanes == 0) {
+      store_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)), ts);
+    }
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), in.k_pe[i]);
   }
 
-  MLAKV_HD static void decode(const std::uint8_t* record, const DecodeParams& params, float* kv_c, float* k_pe) {
-    for (int t = 0; t < format::kFp8Tiles; ++t) {
-      const float ts = load_f32(record + Spec::kTileScales.offset + t * static_cast<int>(sizeof(float)));
-      for (int i = 0; i < kTileSize; ++i) {
-        kv_c[t * kTileSize + i] = decode_e4m3(record[Spec::kLatent.offset + t * kTileSize + i]) * ts;
-      }
-    }
-    for (int i = 0; i < kRopeDim; ++i) {
-      const std::uint16_t bits = load_u16(record + Spec::kRope.offset + 2 * i);
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams& params, float* kv_c,
+                                   float* k_pe) {
+    const float ts =
+        load_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)));
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) kv_c[i] = decode_e4m3(record[Spec::kLatent.offset + lane * kLatentPerLane + i]) * ts;
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      const std::uint16_t bits = load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i));
       k_pe[i] = params.rope_dtype == InputDtype::kBf16 ? load_input<InputDtype::kBf16>(bits)
                                                        : load_input<InputDtype::kFp16>(bits);
     }

@@ -8,21 +8,39 @@ namespace mlakv::codec {
 
 struct CodecFp8E4m3 {
   using Spec = format::FormatFp8E4m3;
+  static constexpr int kLatentAmaxLanes = 1;
+  static constexpr bool kRopeAmax = false;
 
   template <InputDtype kDtype>
-  MLAKV_HD static void encode(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams& params,
-                              std::uint8_t* record) {
-    for (int i = 0; i < kLatentDim; ++i) {
-      record[Spec::kLatent.offset + i] = encode_e4m3(div_rn(load_input<kDtype>(kv_c[i]), params.k_scale));
+  MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {
+    return {};
+  }
+
+  template <InputDtype kDtype>
+  MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams& params,
+                                   std::uint8_t* record) {
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) {
+      record[Spec::kLatent.offset + lane * kLatentPerLane + i] =
+          encode_e4m3(div_rn(load_input<kDtype>(in.kv_c[i]), params.k_scale));
     }
-    for (int i = 0; i < kRopeDim; ++i) {
-      record[Spec::kRope.offset + i] = encode_e4m3(div_rn(load_input<kDtype>(k_pe[i]), params.k_scale));
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      record[Spec::kRope.offset + lane * kRopePerLane + i] =
+          encode_e4m3(div_rn(load_input<kDtype>(in.k_pe[i]), params.k_scale));
     }
   }
 
-  MLAKV_HD static void decode(const std::uint8_t* record, const DecodeParams& params, float* kv_c, float* k_pe) {
-    for (int i = 0; i < kLatentDim; ++i) kv_c[i] = decode_e4m3(record[Spec::kLatent.offset + i]) * params.k_scale;
-    for (int i = 0; i < kRopeDim; ++i) k_pe[i] = decode_e4m3(record[Spec::kRope.offset + i]) * params.k_scale;
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams& params, float* kv_c,
+                                   float* k_pe) {
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) {
+      kv_c[i] = decode_e4m3(record[Spec::kLatent.offset + lane * kLatentPerLane + i]) * params.k_scale;
+    }
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      k_pe[i] = decode_e4m3(record[Spec::kRope.offset + lane * kRopePerLane + i]) * params.k_scale;
+    }
   }
 };
 

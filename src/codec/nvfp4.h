@@ -83,41 +83,34 @@ namespace mlakv::codec {
 
 using format::Nvfp4Latent;
 
-/// The static NVFP4 latent at [0, 288): all 32 groups of one token.
+MLAKV_HD std::uint8_t* group_codes(std::uint8_t* record, int g) {
+  return record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2);
+}
+MLAKV_HD const std::uint8_t* group_codes(const std::uint8_t* record, int g) {
+  return record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2);
+}
+
+/// Group g of the static NVFP4 latent (the 432 and 368 records).
 template <InputDtype kDtype>
-MLAKV_HD void encode_latent_static(const std::uint16_t* kv_c, std::uint8_t* record) {
-  for (int g = 0; g < format::kNvfp4Groups; ++g) {
-    float x[kNvfp4GroupSize];
-    load_inputs<kDtype, kNvfp4GroupSize>(kv_c + g * kNvfp4GroupSize, x);
-    record[Nvfp4Latent::kGroupScales.offset + g] =
-        encode_nvfp4_group_static(x, record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2));
-  }
+MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::uint8_t* record) {
+  float x[kNvfp4GroupSize];
+  load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
+  record[Nvfp4Latent::kGroupScales.offset + g] = encode_nvfp4_group_static(x, group_codes(record, g));
 }
 
-/// Decodes a latent whose scale bytes hold the dequant scale times `boost`,
-/// and whose values are finally multiplied by `outer_scale`.
-MLAKV_HD void decode_latent(const std::uint8_t* record, float unboost, float outer_scale, float* kv_c) {
-  for (int g = 0; g < format::kNvfp4Groups; ++g) {
-    const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
-    decode_nvfp4_group(record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2), s, outer_scale,
-                       kv_c + g * kNvfp4GroupSize);
-  }
+/// Decodes group g; scale bytes hold the dequant scale divided by `unboost`,
+/// and values are finally multiplied by `outer_scale`.
+MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, float unboost, float outer_scale, float* out) {
+  const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
+  decode_nvfp4_group(group_codes(record, g), s, outer_scale, out);
 }
 
-/// The scaled E4M3 RoPE of the 368-byte records: rs = amax * (1/448); returns rs.
+/// The scaled E4M3 RoPE of the 368-byte records: rs = amax * (1/448).
+MLAKV_HD float rope_scale(float rope_amax) { return rope_amax * kInvE4m3Max; }
+
 template <InputDtype kDtype>
-MLAKV_HD float encode_rope_scaled_e4m3(const std::uint16_t* k_pe, std::uint8_t* codes) {
-  float amax = 0.0f;
-  for (int i = 0; i < kRopeDim; ++i) amax = fold_amax(amax, load_input<kDtype>(k_pe[i]));
-  const float rs = amax * kInvE4m3Max;
-  for (int i = 0; i < kRopeDim; ++i) {
-    codes[i] = rs == 0.0f ? std::uint8_t{0} : encode_e4m3(div_rn(load_input<kDtype>(k_pe[i]), rs));
-  }
-  return rs;
-}
-
-MLAKV_HD void decode_rope_scaled_e4m3(const std::uint8_t* codes, float rs, float* k_pe) {
-  for (int i = 0; i < kRopeDim; ++i) k_pe[i] = decode_e4m3(codes[i]) * rs;
+MLAKV_HD std::uint8_t encode_rope_scaled_e4m3(std::uint16_t bits, float rs) {
+  return rs == 0.0f ? std::uint8_t{0} : encode_e4m3(div_rn(load_input<kDtype>(bits), rs));
 }
 
 }  // namespace mlakv::codec

@@ -8,6 +8,8 @@ namespace mlakv::codec {
 
 struct CodecNvfp4DsMla {
   using Spec = format::FormatNvfp4DsMla;
+  static constexpr int kLatentAmaxLanes = 1;  // each lane's group has its own scale
+  static constexpr bool kRopeAmax = false;
 
   // bf16 input is copied bit for bit; fp16 is rounded to bf16 (NaN -> 0x7FFF).
   template <InputDtype kDtype>
@@ -20,17 +22,27 @@ struct CodecNvfp4DsMla {
   }
 
   template <InputDtype kDtype>
-  MLAKV_HD static void encode(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams&,
-                              std::uint8_t* record) {
-    encode_latent_static<kDtype>(kv_c, record);
-    zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
-    for (int i = 0; i < kRopeDim; ++i) store_u16(record + Spec::kRope.offset + 2 * i, rope_bits<kDtype>(k_pe[i]));
+  MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {
+    return {};
   }
 
-  MLAKV_HD static void decode(const std::uint8_t* record, const DecodeParams&, float* kv_c, float* k_pe) {
-    decode_latent(record, 1.0f, 1.0f, kv_c);
-    for (int i = 0; i < kRopeDim; ++i) {
-      k_pe[i] = load_input<InputDtype::kBf16>(load_u16(record + Spec::kRope.offset + 2 * i));
+  template <InputDtype kDtype>
+  MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams&,
+                                   std::uint8_t* record) {
+    encode_latent_group_static<kDtype>(lane, in.kv_c, record);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), rope_bits<kDtype>(in.k_pe[i]));
+    }
+    if (lane == 0) zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
+  }
+
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
+                                   float* k_pe) {
+    decode_latent_group(lane, record, 1.0f, 1.0f, kv_c);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      k_pe[i] = load_input<InputDtype::kBf16>(load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i)));
     }
   }
 };

@@ -9,18 +9,35 @@ namespace mlakv::codec {
 
 struct CodecNvfp4DsMlaFp8Rope {
   using Spec = format::FormatNvfp4DsMlaFp8Rope;
+  static constexpr int kLatentAmaxLanes = 1;
+  static constexpr bool kRopeAmax = true;
 
   template <InputDtype kDtype>
-  MLAKV_HD static void encode(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams&,
-                              std::uint8_t* record) {
-    encode_latent_static<kDtype>(kv_c, record);
-    store_f32(record + Spec::kRopeScale.offset, encode_rope_scaled_e4m3<kDtype>(k_pe, record + Spec::kRope.offset));
-    zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
+  MLAKV_HD static LaneAmax lane_amax(const LaneInputs& in) {
+    return {0.0f, amax_of<kDtype, kRopePerLane>(in.k_pe)};
   }
 
-  MLAKV_HD static void decode(const std::uint8_t* record, const DecodeParams&, float* kv_c, float* k_pe) {
-    decode_latent(record, 1.0f, 1.0f, kv_c);
-    decode_rope_scaled_e4m3(record + Spec::kRope.offset, load_f32(record + Spec::kRopeScale.offset), k_pe);
+  template <InputDtype kDtype>
+  MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
+                                   std::uint8_t* record) {
+    encode_latent_group_static<kDtype>(lane, in.kv_c, record);
+    const float rs = rope_scale(amax.rope);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_rope_scaled_e4m3<kDtype>(in.k_pe[i], rs);
+    }
+    if (lane == 0) {
+      store_f32(record + Spec::kRopeScale.offset, rs);
+      zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
+    }
+  }
+
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
+                                   float* k_pe) {
+    decode_latent_group(lane, record, 1.0f, 1.0f, kv_c);
+    const float rs = load_f32(record + Spec::kRopeScale.offset);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = decode_e4m3(record[Spec::kRope.offset + lane * kRopePerLane + i]) * rs;
   }
 };
 

@@ -9,38 +9,47 @@ namespace mlakv::codec {
 
 struct CodecNvfp4DsMlaFp8RopePts {
   using Spec = format::FormatNvfp4DsMlaFp8RopePts;
+  static constexpr int kLatentAmaxLanes = kLanes;  // one token amax
+  static constexpr bool kRopeAmax = true;
+
+  MLAKV_HD static float token_scale(float token_amax) { return token_amax * kInvE4m3TimesE2m1Max; }
 
   template <InputDtype kDtype>
-  MLAKV_HD static float token_scale(const std::uint16_t* kv_c) {
-    float amax = 0.0f;
-    for (int i = 0; i < kLatentDim; ++i) amax = fold_amax(amax, load_input<kDtype>(kv_c[i]));
-    return amax * kInvE4m3TimesE2m1Max;
+  MLAKV_HD static LaneAmax lane_amax(const LaneInputs& in) {
+    return {amax_of<kDtype, kLatentPerLane>(in.kv_c), amax_of<kDtype, kRopePerLane>(in.k_pe)};
   }
 
   template <InputDtype kDtype>
-  MLAKV_HD static void encode(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams&,
-                              std::uint8_t* record) {
-    const float st = token_scale<kDtype>(kv_c);
-    for (int g = 0; g < format::kNvfp4Groups; ++g) {
-      std::uint8_t* packed = record + Spec::kCodes.offset + g * (kNvfp4GroupSize / 2);
-      std::uint8_t* sbyte = record + Spec::kGroupScales.offset + g;
-      if (st == 0.0f) {
-        zero_bytes(packed, kNvfp4GroupSize / 2);
-        *sbyte = 0;
-        continue;
-      }
+  MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
+                                   std::uint8_t* record) {
+    const float st = token_scale(amax.latent);
+    std::uint8_t* sbyte = record + Spec::kGroupScales.offset + lane;
+    if (st == 0.0f) {  // ABI: all codes and scale bytes 0
+      zero_bytes(group_codes(record, lane), kNvfp4GroupSize / 2);
+      *sbyte = 0;
+    } else {
       float x[kNvfp4GroupSize];
-      load_inputs<kDtype, kNvfp4GroupSize>(kv_c + g * kNvfp4GroupSize, x);
-      *sbyte = encode_nvfp4_group_two_level(x, st, packed);
+      load_inputs<kDtype, kNvfp4GroupSize>(in.kv_c, x);
+      *sbyte = encode_nvfp4_group_two_level(x, st, group_codes(record, lane));
     }
-    store_f32(record + Spec::kRopeScale.offset, encode_rope_scaled_e4m3<kDtype>(k_pe, record + Spec::kRope.offset));
-    store_f32(record + Spec::kTokenScale.offset, st);
-    zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
+    const float rs = rope_scale(amax.rope);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_rope_scaled_e4m3<kDtype>(in.k_pe[i], rs);
+    }
+    if (lane == 0) {
+      store_f32(record + Spec::kRopeScale.offset, rs);
+      store_f32(record + Spec::kTokenScale.offset, st);
+      zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
+    }
   }
 
-  MLAKV_HD static void decode(const std::uint8_t* record, const DecodeParams&, float* kv_c, float* k_pe) {
-    decode_latent(record, 1.0f, load_f32(record + Spec::kTokenScale.offset), kv_c);
-    decode_rope_scaled_e4m3(record + Spec::kRope.offset, load_f32(record + Spec::kRopeScale.offset), k_pe);
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
+                                   float* k_pe) {
+    decode_latent_group(lane, record, 1.0f, load_f32(record + Spec::kTokenScale.offset), kv_c);
+    const float rs = load_f32(record + Spec::kRopeScale.offset);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = decode_e4m3(record[Spec::kRope.offset + lane * kRopePerLane + i]) * rs;
   }
 };
 

@@ -10,18 +10,36 @@ template <InputDtype kRecordDtype>
 struct CodecRaw16 {
   using Spec = format::FormatBf16;
   static constexpr InputDtype kElementDtype = kRecordDtype;
+  static constexpr int kLatentAmaxLanes = 1;
+  static constexpr bool kRopeAmax = false;
+
+  template <InputDtype kDtype>
+  MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {
+    return {};
+  }
 
   // Bits are copied; validation guarantees the input dtype is the record's.
   template <InputDtype kDtype>
-  MLAKV_HD static void encode(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams&,
-                              std::uint8_t* record) {
-    for (int i = 0; i < kLatentDim; ++i) store_u16(record + Spec::kLatent.offset + 2 * i, kv_c[i]);
-    for (int i = 0; i < kRopeDim; ++i) store_u16(record + Spec::kRope.offset + 2 * i, k_pe[i]);
+  MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams&,
+                                   std::uint8_t* record) {
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) {
+      store_u16(record + Spec::kLatent.offset + 2 * (lane * kLatentPerLane + i), in.kv_c[i]);
+    }
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), in.k_pe[i]);
   }
 
-  MLAKV_HD static void decode(const std::uint8_t* record, const DecodeParams&, float* kv_c, float* k_pe) {
-    for (int i = 0; i < kLatentDim; ++i) kv_c[i] = load_input<kRecordDtype>(load_u16(record + Spec::kLatent.offset + 2 * i));
-    for (int i = 0; i < kRopeDim; ++i) k_pe[i] = load_input<kRecordDtype>(load_u16(record + Spec::kRope.offset + 2 * i));
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
+                                   float* k_pe) {
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) {
+      kv_c[i] = load_input<kRecordDtype>(load_u16(record + Spec::kLatent.offset + 2 * (lane * kLatentPerLane + i)));
+    }
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      k_pe[i] = load_input<kRecordDtype>(load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i)));
+    }
   }
 };
 

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The interface every record codec implements, and the loads they share.
+// The lane-parallel interface every record codec implements. A token is split
+// over 32 lanes: lane l owns latent values [16l, 16l + 16) (one NVFP4 group,
+// an eighth of an FP8 tile) and RoPE values [2l, 2l + 2). The only values lanes
+// share are amaxes, combined with fmaxf, which is order-independent; so a CUDA
+// warp (shuffles) and the CPU (a loop over lanes) produce identical bytes.
 #pragma once
 
 #include <cstdint>
@@ -12,32 +16,92 @@ namespace mlakv::codec {
 using format::kLatentDim;
 using format::kRopeDim;
 
+inline constexpr int kLanes = 32;
+inline constexpr int kLatentPerLane = kLatentDim / kLanes;
+inline constexpr int kRopePerLane = kRopeDim / kLanes;
+static_assert(kLatentPerLane == format::kNvfp4GroupSize, "a lane owns exactly one NVFP4 group");
+static_assert(format::kFp8TileSize % kLatentPerLane == 0, "an FP8 tile is a whole number of lanes");
+
 /// Per-call values some formats consume.
 struct EncodeParams {
   float k_scale = 1.0f;  ///< fp8_e4m3 stores E4M3(v / k_scale)
 };
 
 struct DecodeParams {
-  float k_scale = 1.0f;                     ///< fp8_e4m3 multiplies back by k_scale
+  float k_scale = 1.0f;                       ///< fp8_e4m3 multiplies back by k_scale
   InputDtype rope_dtype = InputDtype::kBf16;  ///< fp8_ds_mla keeps k_pe's raw bits
+};
+
+/// One lane's raw 16-bit inputs.
+struct LaneInputs {
+  std::uint16_t kv_c[kLatentPerLane];
+  std::uint16_t k_pe[kRopePerLane];
+};
+
+/// Amaxes a lane contributes, and after combining, the ones it encodes with.
+struct LaneAmax {
+  float latent = 0.0f;
+  float rope = 0.0f;
 };
 
 // A codec is a struct with
 //   using Spec = format::Format...;
-//   template <InputDtype D> static void encode(const uint16_t* kv_c /*[512]*/,
-//       const uint16_t* k_pe /*[64]*/, const EncodeParams&, uint8_t* record);
-//   static void decode(const uint8_t* record, const DecodeParams&,
-//       float* kv_c /*[512]*/, float* k_pe /*[64]*/);
-// encode writes every byte of the record, pads included.
+//   static constexpr int kLatentAmaxLanes;  // lanes sharing one latent amax: 1 (none), 8 (tile), 32 (token)
+//   static constexpr bool kRopeAmax;        // whether the 64 RoPE values share one amax
+//   template <InputDtype D> static LaneAmax lane_amax(const LaneInputs&);
+//   template <InputDtype D> static void encode_lane(int lane, LaneAmax combined, const LaneInputs&,
+//                                                   const EncodeParams&, uint8_t* record);
+//   static void decode_lane(int lane, const uint8_t* record, const DecodeParams&,
+//                           float* kv_c /*[16]*/, float* k_pe /*[2]*/);
+// Together the 32 encode_lane calls write every byte of the record, pads included.
 
 template <InputDtype kDtype, int kN>
 MLAKV_HD void load_inputs(const std::uint16_t* bits, float* out) {
-MLAKV_UNROLL
+  MLAKV_UNROLL
   for (int i = 0; i < kN; ++i) out[i] = load_input<kDtype>(bits[i]);
+}
+
+template <InputDtype kDtype, int kN>
+MLAKV_HD float amax_of(const std::uint16_t* bits) {
+  float amax = 0.0f;
+  MLAKV_UNROLL
+  for (int i = 0; i < kN; ++i) amax = fold_amax(amax, load_input<kDtype>(bits[i]));
+  return amax;
 }
 
 MLAKV_HD void zero_bytes(std::uint8_t* dst, int n) {
   for (int i = 0; i < n; ++i) dst[i] = 0;
+}
+
+// --- whole records on one thread: the CPU reference's view of a codec ---
+
+/// Encodes a token by running its 32 lanes in order: amaxes, combine, encode.
+template <class Codec, InputDtype kDtype>
+inline void encode_record(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const EncodeParams& params,
+                          std::uint8_t* record) {
+  LaneInputs in[kLanes];
+  LaneAmax amax[kLanes];
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int i = 0; i < kLatentPerLane; ++i) in[lane].kv_c[i] = kv_c[lane * kLatentPerLane + i];
+    for (int i = 0; i < kRopePerLane; ++i) in[lane].k_pe[i] = k_pe[lane * kRopePerLane + i];
+    amax[lane] = Codec::template lane_amax<kDtype>(in[lane]);
+  }
+  float rope = 0.0f;
+  for (int lane = 0; lane < kLanes; ++lane) rope = fmaxf(rope, amax[lane].rope);
+  for (int first = 0; first < kLanes; first += Codec::kLatentAmaxLanes) {
+    float latent = 0.0f;
+    for (int lane = first; lane < first + Codec::kLatentAmaxLanes; ++lane) latent = fmaxf(latent, amax[lane].latent);
+    for (int lane = first; lane < first + Codec::kLatentAmaxLanes; ++lane) {
+      Codec::template encode_lane<kDtype>(lane, LaneAmax{latent, rope}, in[lane], params, record);
+    }
+  }
+}
+
+template <class Codec>
+inline void decode_record(const std::uint8_t* record, const DecodeParams& params, float* kv_c, float* k_pe) {
+  for (int lane = 0; lane < kLanes; ++lane) {
+    Codec::decode_lane(lane, record, params, kv_c + lane * kLatentPerLane, k_pe + lane * kRopePerLane);
+  }
 }
 
 }  // namespace mlakv::codec

@@ -19,7 +19,7 @@ void gather_records(const kernels::GatherParams& p) {
         std::fill_n(k_pe, codec::kRopeDim, 0.0f);
         return;
       }
-      Codec::decode(kernels::record_address(p.cache, slot), p.decode, kv_c, k_pe);
+      codec::decode_record<Codec>(kernels::record_address(p.cache, slot), p.decode, kv_c, k_pe);
     });
   });
 }

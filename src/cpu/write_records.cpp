@@ -21,7 +21,7 @@ void write_records(const kernels::WriteParams& p) {
         std::memcpy(k_pe, p.k_pe + t * p.stride_k_pe, sizeof(k_pe));
         // Encode into a local record and store it once, so a record is never half-written.
         alignas(16) std::uint8_t record[Codec::Spec::kRecordBytes];
-        Codec::template encode<kDtype>(kv_c, k_pe, p.encode, record);
+        codec::encode_record<Codec, kDtype>(kv_c, k_pe, p.encode, record);
         std::memcpy(kernels::record_address(p.cache, slot), record, sizeof(record));
       });
     });
