@@ -14,7 +14,8 @@ enum class Backend { kCpu, kCuda };
 struct Capability {
   Format format;
   Backend backend;
-  std::string_view arch;  ///< "any" for the CPU; "sm_90" etc. for CUDA
+  std::string_view arch;  ///< "any" for the CPU; "sm_90", "sm_100a", "sm_120a" (machine code) or
+                          ///< "compute_90" (PTX, JIT-compiled for newer GPUs) for CUDA
   bool writer;
   bool reader;
 };

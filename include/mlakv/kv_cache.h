@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writers: quantize tokens' latent and RoPE key into records of a paged cache.
+// CPU arrays run on the CPU backend; CUDA arrays launch on `stream` without
+// synchronizing or allocating (capturable in CUDA graphs).
 #pragma once
 
 #include <string_view>
 
 #include "mlakv/formats.h"
+#include "mlakv/stream.h"
 #include "mlakv/tensor_view.h"
 
 namespace mlakv {
@@ -22,7 +25,8 @@ void concat_and_cache_mla(const TensorView& kv_c,          // [>=T, 512] bf16 | 
                           const TensorView& kv_cache,      // [num_blocks, block_size, record_bytes] uint8
                           const TensorView& slot_mapping,  // [T] or [T, 1] int64
                           std::string_view kv_cache_dtype,
-                          const TensorView* scale = nullptr);  // [1] float32 or null
+                          const TensorView* scale = nullptr,  // [1] float32, CPU or the tensors' device
+                          StreamHandle stream = nullptr);
 
 /// The packaged compact writer: the 368-byte NVFP4 record with an FP8 RoPE
 /// ("nvfp4_ds_mla_fp8_rope"), or its per-token-scale variant
@@ -33,33 +37,19 @@ void concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c,          // [>=
                                          const TensorView& kv_cache,      // [num_blocks, block_size, 368] uint8
                                          const TensorView& slot_mapping,  // [T] int64, contiguous
                                          const TensorView* scale = nullptr,
-                                         bool per_token_scale = false);
+                                         bool per_token_scale = false,
+                                         StreamHandle stream = nullptr);
 
 /// Writes records of an explicit format; the two entry points above resolve
 /// their arguments to a format and call this. k_pe must be 2-D here.
-/// scale: [1] float32; required by Format::kFp8E4m3, ignored otherwise.
+/// scale: [1] float32 on the CPU or the tensors' device (then read by the
+/// kernel, no synchronization); required by Format::kFp8E4m3, ignored otherwise.
 void write_records(Format format,
                    const TensorView& kv_c,          // [>=T, 512] bf16 | fp16
                    const TensorView& k_pe,          // [>=T, 64], kv_c's dtype
                    const TensorView& kv_cache,      // [num_blocks, block_size, record_bytes] uint8
                    const TensorView& slot_mapping,  // [T] int64, contiguous
-                   const TensorView* scale = nullptr);
-
-/// Options of gather_records that only some formats consult.
-struct GatherOptions {
-  /// fp8_ds_mla stores k_pe's raw 16-bit values: which type they are.
-  DType rope_dtype = DType::kBFloat16;
-  /// fp8_e4m3 records hold v / k_scale: the [1] float32 k_scale to multiply back.
-  const TensorView* scale = nullptr;
-};
-
-/// Reader: decodes the records at flat `slots` to float32 (the prefill
-/// reader's semantics). A slot outside [0, num_blocks * block_size) yields zeros.
-void gather_records(Format format,
-                    const TensorView& kv_cache,  // [num_blocks, block_size, record_bytes] uint8
-                    const TensorView& slots,     // [N] int64, contiguous
-                    const TensorView& kv_c_out,  // [N, 512] float32, written
-                    const TensorView& k_pe_out,  // [N, 64] float32, written
-                    const GatherOptions& options = {});
+                   const TensorView* scale = nullptr,
+                   StreamHandle stream = nullptr);
 
 }  // namespace mlakv

@@ -6,5 +6,7 @@
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
+#include "mlakv/readers.h"
+#include "mlakv/stream.h"
 #include "mlakv/tensor_view.h"
 #include "mlakv/version.h"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The public writers and reader: resolve the format, validate, run the backend.
+// The public writers and readers: resolve the format, validate, run the backend
+// of the arrays' device.
 #include "mlakv/kv_cache.h"
 
 #include <array>
@@ -7,6 +8,10 @@
 
 #include "api/validate.h"
 #include "cpu/cpu_backend.h"
+#include "mlakv/readers.h"
+#if MLAKV_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace mlakv {
 namespace {
@@ -36,42 +41,98 @@ Format resolve_engine_dtype(const api::Check& check, std::string_view kv_cache_d
   check.fail(ErrorCode::kValue, "kv_cache_dtype", "must be one of " + accepted, "'" + std::string(kv_cache_dtype) + "'");
 }
 
-void run_write(const kernels::WriteParams& params) {
+#if MLAKV_WITH_CUDA
+// Launches on the arrays' device, restoring the caller's current device after.
+template <class Launch>
+void on_cuda_device(const api::Check& check, const Device& device, Launch&& launch) {
+  int previous = 0;
+  cudaError_t status = cudaGetDevice(&previous);
+  if (status == cudaSuccess && previous != device.index) status = cudaSetDevice(device.index);
+  if (status == cudaSuccess) status = launch();
+  if (previous != device.index) cudaSetDevice(previous);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    check.fail(ErrorCode::kBackend, "launch", "the CUDA runtime reported an error",
+               std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
+  }
+}
+#endif
+
+void run_write(const api::Check& check, const kernels::WriteParams& params, const Device& device,
+               StreamHandle stream) {
   if (params.num_tokens == 0) return;
-  cpu::write_records(params);
+  if (device.type == DeviceType::kCpu) {
+    cpu::write_records(params);
+    return;
+  }
+#if MLAKV_WITH_CUDA
+  on_cuda_device(check, device, [&] { return cuda::write_records(params, stream); });
+#else
+  (void)check;
+  (void)stream;
+#endif
+}
+
+void run_gather(const api::Check& check, const kernels::GatherParams& params, const Device& device,
+                StreamHandle stream) {
+  if (params.num_rows == 0) return;
+  if (device.type == DeviceType::kCpu) {
+    cpu::gather_records(params);
+    return;
+  }
+#if MLAKV_WITH_CUDA
+  on_cuda_device(check, device, [&] { return cuda::gather_records(params, stream); });
+#else
+  (void)check;
+  (void)stream;
+#endif
 }
 
 }  // namespace
 
 void write_records(Format format, const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
-                   const TensorView& slot_mapping, const TensorView* scale) {
+                   const TensorView& slot_mapping, const TensorView* scale, StreamHandle stream) {
   const api::Check check("write_records", format_info(format).id);
-  run_write(api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale));
+  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device,
+            stream);
 }
 
 void concat_and_cache_mla(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
-                          const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* scale) {
+                          const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* scale,
+                          StreamHandle stream) {
   api::Check check("concat_and_cache_mla", kv_cache_dtype);
   const Format format = resolve_engine_dtype(check, kv_cache_dtype, kv_c);
   check.set_format(format_info(format).id);
-  run_write(api::validate_write(check, format, kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache,
-                                api::flatten_column(slot_mapping), scale));
+  run_write(check,
+            api::validate_write(check, format, kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache,
+                                api::flatten_column(slot_mapping), scale),
+            kv_c.device, stream);
 }
 
 void concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
                                          const TensorView& slot_mapping, const TensorView* scale,
-                                         bool per_token_scale) {
+                                         bool per_token_scale, StreamHandle stream) {
   const Format format = per_token_scale ? Format::kNvfp4DsMlaFp8RopePts : Format::kNvfp4DsMlaFp8Rope;
   const api::Check check("concat_and_cache_nvfp4_mla_fp8_rope", format_info(format).id);
-  run_write(api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale));
+  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device,
+            stream);
 }
 
 void gather_records(Format format, const TensorView& kv_cache, const TensorView& slots, const TensorView& kv_c_out,
-                    const TensorView& k_pe_out, const GatherOptions& options) {
+                    const TensorView& k_pe_out, const GatherOptions& options, StreamHandle stream) {
   const api::Check check("gather_records", format_info(format).id);
-  const kernels::GatherParams params = api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options);
-  if (params.num_slots == 0) return;
-  cpu::gather_records(params);
+  run_gather(check, api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options),
+             kv_cache.device, stream);
+}
+
+void gather_records_paged(Format format, const TensorView& kv_cache, const TensorView& block_table,
+                          const TensorView& seq_lens, const TensorView& cu_seq_lens, const TensorView& kv_c_out,
+                          const TensorView& k_pe_out, const GatherOptions& options, StreamHandle stream) {
+  const api::Check check("gather_records_paged", format_info(format).id);
+  run_gather(check,
+             api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out,
+                                        k_pe_out, options),
+             kv_cache.device, stream);
 }
 
 }  // namespace mlakv

@@ -6,6 +6,9 @@
 #include <utility>
 
 #include "format/specs.h"
+#if MLAKV_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace mlakv::api {
 namespace {
@@ -29,7 +32,7 @@ std::int64_t numel(const TensorView& v) {
 }
 
 // Every tensor on one device, and one this build has a backend for.
-void check_devices(const Check& check, std::initializer_list<Named> tensors) {
+Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
   const Named& first = *tensors.begin();
   for (const Named& t : tensors) {
     check.require(t.view->device == first.view->device, ErrorCode::kDevice, t.name,
@@ -38,10 +41,24 @@ void check_devices(const Check& check, std::initializer_list<Named> tensors) {
                   device_string(t.view->device));
   }
   const Device& device = first.view->device;
-  check.require(device.type != DeviceType::kCuda, ErrorCode::kUnsupported, first.name,
-                "no CUDA backend in this build yet; pass CPU arrays", device_string(device));
-  check.require(device.type == DeviceType::kCpu, ErrorCode::kDevice, first.name, "must be on the CPU",
-                device_string(device));
+  check.require(device.type == DeviceType::kCpu || device.type == DeviceType::kCuda, ErrorCode::kDevice, first.name,
+                "must be on the CPU or a CUDA device", device_string(device));
+  if (device.type == DeviceType::kCuda) {
+#if MLAKV_WITH_CUDA
+    const int capability = cuda::device_capability(device.index);
+    check.require(capability > 0, ErrorCode::kDevice, first.name, "must be on a CUDA device this process can use",
+                  device_string(device));
+    check.require(cuda::supports_capability(capability), ErrorCode::kUnsupported, first.name,
+                  "this build's CUDA kernels need compute capability 9.0 or newer (built for " +
+                      cuda::built_architectures() + ")",
+                  device_string(device) + " with compute capability " + str(capability / 10) + "." +
+                      str(capability % 10));
+#else
+    check.fail(ErrorCode::kUnsupported, first.name, "this build has no CUDA backend (built without nvcc); pass CPU arrays",
+               device_string(device));
+#endif
+  }
+  return device;
 }
 
 void check_dtype(const Check& check, std::string_view name, const TensorView& v, DType expected) {
@@ -143,16 +160,27 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
   return {static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0], v.strides[1]};
 }
 
-float read_scale(const Check& check, const TensorView* scale, bool required) {
+struct ScaleArg {
+  float value = 1.0f;
+  const float* device = nullptr;  // a scale on the tensors' CUDA device, read by the kernel
+};
+
+// k_scale: a 1-element float32 on the CPU (read now) or on the tensors' CUDA
+// device (read by the kernel, so no host synchronization).
+ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, const Device& device) {
   constexpr std::string_view kName = "scale";
   if (scale == nullptr) {
     check.require(!required, ErrorCode::kValue, kName, "this format requires k_scale, a 1-element float32", "none");
-    return 1.0f;
+    return {};
   }
   check_dtype(check, kName, *scale, DType::kFloat32);
   check.require(numel(*scale) == 1, ErrorCode::kShape, kName, "must hold exactly 1 element", shape_string(*scale));
   check_data(check, kName, *scale);
-  return *static_cast<const float*>(scale->data);
+  if (scale->device.type == DeviceType::kCpu) return {*static_cast<const float*>(scale->data), nullptr};
+  check.require(scale->device == device, ErrorCode::kDevice, kName,
+                "must be on the CPU or on the tensors' device (" + device_string(device) + ")",
+                device_string(scale->device));
+  return {1.0f, static_cast<const float*>(scale->data)};
 }
 
 codec::InputDtype input_dtype(const Check& check, const TensorView& kv_c) {
@@ -183,12 +211,8 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
                                     const TensorView& k_pe, const TensorView& kv_cache,
                                     const TensorView& slot_mapping, const TensorView* scale) {
   const FormatInfo& info = format_info(format);
-  if (scale != nullptr) {
-    check_devices(check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping},
-                          {"scale", scale}});
-  } else {
-    check_devices(check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
-  }
+  const Device device =
+      check_devices(check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
   // dtype
   const codec::InputDtype dtype = input_dtype(check, kv_c);
   check.require(k_pe.dtype == kv_c.dtype, ErrorCode::kDtype, "k_pe",
@@ -209,7 +233,7 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   check_data(check, "kv_c", kv_c);
   check_data(check, "k_pe", k_pe);
   const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
-  const float k_scale = read_scale(check, scale, format == Format::kFp8E4m3);
+  const ScaleArg k_scale = read_scale(check, scale, format == Format::kFp8E4m3, device);
   return kernels::WriteParams{format,
                               dtype,
                               static_cast<const std::uint8_t*>(kv_c.data),
@@ -219,48 +243,120 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
                               slots,
                               tokens,
                               cache,
-                              codec::EncodeParams{k_scale}};
+                              codec::EncodeParams{k_scale.value},
+                              k_scale.device};
 }
+
+namespace {
+
+struct Outputs {
+  kernels::OutDtype dtype;
+  void* kv_c;
+  std::int64_t stride_kv_c;
+  void* k_pe;
+  std::int64_t stride_k_pe;
+};
+
+// [rows, 512] and [rows, 64], both float32 or both bf16, innermost-contiguous, rows not overlapping.
+Outputs check_outputs(const Check& check, const TensorView& kv_c_out, const TensorView& k_pe_out, std::int64_t rows,
+                      std::string_view rows_name) {
+  check.require(kv_c_out.dtype == DType::kFloat32 || kv_c_out.dtype == DType::kBFloat16, ErrorCode::kDtype,
+                "kv_c_out", "dtype must be float32 or bf16", dtype_name(kv_c_out.dtype));
+  check.require(k_pe_out.dtype == kv_c_out.dtype, ErrorCode::kDtype, "k_pe_out",
+                std::string("dtype must match kv_c_out (") + dtype_name(kv_c_out.dtype) + ")",
+                dtype_name(k_pe_out.dtype));
+  const Named views[2] = {{"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}};
+  const std::int64_t widths[2] = {kLatentDim, kRopeDim};
+  for (int i = 0; i < 2; ++i) {
+    const TensorView& v = *views[i].view;
+    const std::string_view name = views[i].name;
+    const std::string expected = "(N, " + str(widths[i]) + ") with N = " + std::string(rows_name) + " = " + str(rows);
+    check_rank(check, name, v, 2, expected);
+    check.require(v.shape[0] == rows && v.shape[1] == widths[i], ErrorCode::kShape, name, "shape must be " + expected,
+                  shape_string(v));
+    check_strides_nonnegative(check, name, v);
+    check.require(v.strides[1] == 1, ErrorCode::kLayout, name, "rows must be innermost-contiguous (stride 1)",
+                  "stride " + str(v.strides[1]));
+    check.require(rows <= 1 || v.strides[0] >= widths[i], ErrorCode::kLayout, name,
+                  "row stride must be >= " + str(widths[i]) + " (rows must not overlap)", str(v.strides[0]));
+    check_data(check, name, v);
+  }
+  const auto dtype = kv_c_out.dtype == DType::kFloat32 ? kernels::OutDtype::kFloat32 : kernels::OutDtype::kBf16;
+  return {dtype, kv_c_out.data, kv_c_out.strides[0], k_pe_out.data, k_pe_out.strides[0]};
+}
+
+codec::DecodeParams decode_params(const Check& check, const GatherOptions& options, float k_scale) {
+  check.require(options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16, ErrorCode::kDtype,
+                "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
+  return {k_scale, options.rope_dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16};
+}
+
+kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
+                                    std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
+                                    const float* k_scale_device) {
+  return kernels::GatherParams{format, cache, source, rows, out.dtype, out.kv_c, out.stride_kv_c, out.k_pe,
+                               out.stride_k_pe, decode, k_scale_device};
+}
+
+// A 1-D int32 array of `length` elements, contiguous.
+const std::int32_t* check_int32_vector(const Check& check, std::string_view name, const TensorView& v,
+                                       std::int64_t length, std::string_view expected) {
+  check_dtype(check, name, v, DType::kInt32);
+  check.require(v.ndim == 1 && v.shape[0] == length, ErrorCode::kShape, name, "shape must be " + std::string(expected),
+                shape_string(v));
+  check.require(v.strides[0] == 1 || length <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
+                "stride " + str(v.strides[0]));
+  check_data(check, name, v);
+  return static_cast<const std::int32_t*>(v.data);
+}
+
+}  // namespace
 
 kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
                                       const TensorView& slots, const TensorView& kv_c_out,
                                       const TensorView& k_pe_out, const GatherOptions& options) {
-  const FormatInfo& info = format_info(format);
-  if (options.scale != nullptr) {
-    check_devices(check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out},
-                          {"k_pe_out", &k_pe_out}, {"scale", options.scale}});
-  } else {
-    check_devices(check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
-  }
-  check.require(options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16, ErrorCode::kDtype,
-                "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
+  const Device device = check_devices(
+      check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
   const std::int64_t* slot_data = check_slots(check, "slots", slots);
-  const std::int64_t n = slots.shape[0];
-  float* outs[2] = {nullptr, nullptr};
-  std::int64_t out_strides[2] = {0, 0};
-  const Named out_views[2] = {{"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}};
-  const std::int64_t widths[2] = {kLatentDim, kRopeDim};
-  for (int i = 0; i < 2; ++i) {
-    const TensorView& v = *out_views[i].view;
-    const std::string_view name = out_views[i].name;
-    check_dtype(check, name, v, DType::kFloat32);
-    check_rank(check, name, v, 2, "(N, " + str(widths[i]) + ")");
-    check.require(v.shape[0] == n && v.shape[1] == widths[i], ErrorCode::kShape, name,
-                  "shape must be (N, " + str(widths[i]) + ") with N = len(slots) = " + str(n), shape_string(v));
-    check_strides_nonnegative(check, name, v);
-    check.require(v.strides[1] == 1, ErrorCode::kLayout, name, "rows must be innermost-contiguous (stride 1)",
-                  "stride " + str(v.strides[1]));
-    check.require(n <= 1 || v.strides[0] >= widths[i], ErrorCode::kLayout, name,
-                  "row stride must be >= " + str(widths[i]) + " (rows must not overlap)", str(v.strides[0]));
-    check_data(check, name, v);
-    outs[i] = static_cast<float*>(v.data);
-    out_strides[i] = v.strides[0];
-  }
-  const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/false);
-  const float k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3);
-  const codec::DecodeParams decode{
-      k_scale, options.rope_dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16};
-  return kernels::GatherParams{format, cache, slot_data, n, outs[0], out_strides[0], outs[1], out_strides[1], decode};
+  const std::int64_t rows = slots.shape[0];
+  const Outputs out = check_outputs(check, kv_c_out, k_pe_out, rows, "len(slots)");
+  // CUDA reads records with 16-byte loads.
+  const kernels::CacheLayout cache =
+      check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
+  const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);
+  kernels::RowSource source{};
+  source.slots = slot_data;
+  return gather_params(format, cache, source, rows, out, decode_params(check, options, k_scale.value), k_scale.device);
+}
+
+kernels::GatherParams validate_gather_paged(const Check& check, Format format, const TensorView& kv_cache,
+                                            const TensorView& block_table, const TensorView& seq_lens,
+                                            const TensorView& cu_seq_lens, const TensorView& kv_c_out,
+                                            const TensorView& k_pe_out, const GatherOptions& options) {
+  const Device device =
+      check_devices(check, {{"kv_cache", &kv_cache}, {"block_table", &block_table}, {"seq_lens", &seq_lens},
+                            {"cu_seq_lens", &cu_seq_lens}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
+  check_dtype(check, "block_table", block_table, DType::kInt32);
+  check_rank(check, "block_table", block_table, 2, "(B, max_blocks)");
+  const std::int64_t batch = block_table.shape[0];
+  check_strides_nonnegative(check, "block_table", block_table);
+  check.require(block_table.strides[1] == 1 || block_table.shape[1] <= 1, ErrorCode::kLayout, "block_table",
+                "rows must be innermost-contiguous (stride 1)", "stride " + str(block_table.strides[1]));
+  check_data(check, "block_table", block_table);
+  kernels::RowSource source{};
+  source.block_table = static_cast<const std::int32_t*>(block_table.data);
+  source.block_table_stride = block_table.strides[0];
+  source.max_blocks = block_table.shape[1];
+  source.batch = batch;
+  source.seq_lens = check_int32_vector(check, "seq_lens", seq_lens, batch, "(B,) with B = block_table rows = " + str(batch));
+  source.cu_seq_lens =
+      check_int32_vector(check, "cu_seq_lens", cu_seq_lens, batch + 1, "(B + 1,) with B = block_table rows = " + str(batch));
+  const std::int64_t rows = kv_c_out.ndim >= 1 ? kv_c_out.shape[0] : 0;
+  const Outputs out = check_outputs(check, kv_c_out, k_pe_out, rows, "total rows");
+  const kernels::CacheLayout cache =
+      check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
+  const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);
+  return gather_params(format, cache, source, rows, out, decode_params(check, options, k_scale.value), k_scale.device);
 }
 
 }  // namespace mlakv::api

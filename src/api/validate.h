@@ -7,6 +7,7 @@
 #include "api/check.h"
 #include "kernels/params.h"
 #include "mlakv/kv_cache.h"
+#include "mlakv/readers.h"
 
 namespace mlakv::api {
 
@@ -17,6 +18,13 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
 kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
                                       const TensorView& slots, const TensorView& kv_c_out,
                                       const TensorView& k_pe_out, const GatherOptions& options);
+
+/// Rows come from a block table: row cu_seq_lens[b] + i (i < seq_lens[b])
+/// decodes position i of sequence b; other rows are zeros.
+kernels::GatherParams validate_gather_paged(const Check& check, Format format, const TensorView& kv_cache,
+                                            const TensorView& block_table, const TensorView& seq_lens,
+                                            const TensorView& cu_seq_lens, const TensorView& kv_c_out,
+                                            const TensorView& k_pe_out, const GatherOptions& options);
 
 /// (T, 1, 64) -> (T, 64): the stock entry point's squeeze of vLLM's k_pe view.
 TensorView squeeze_middle_unit_dim(const TensorView& view);

@@ -51,9 +51,41 @@ MLAKV_HD float decode_e4m3(std::uint8_t code) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3)));
 }
 
+/// E2M1 by comparing |x| with the round-to-nearest-even decision points of
+/// the E2M1 grid {0, .5, 1, 1.5, 2, 3, 4, 6}; a tie goes to the even code, so
+/// the comparison is strict or not by the parity of the code below it. NaN ->
+/// 0x7, sign kept (-0 -> 0x8), saturates to +-6. Hopper has no E2M1
+/// conversion instruction and CUDA's header falls back to double arithmetic
+/// there; an exhaustive GPU test over all 2^32 floats proves this equals it.
+MLAKV_HD std::uint8_t encode_e2m1_by_thresholds(float x) {
+  std::uint32_t bits;
+  memcpy(&bits, &x, sizeof(bits));
+  const std::uint32_t mag = bits & 0x7FFFFFFFu;
+  if (mag > 0x7F800000u) return 0x7;                    // NaN
+  const std::uint32_t code = static_cast<std::uint32_t>(mag > 0x3E800000u) +   // 0.25: tie -> 0
+                             static_cast<std::uint32_t>(mag >= 0x3F400000u) +  // 0.75: tie -> 1.0
+                             static_cast<std::uint32_t>(mag > 0x3FA00000u) +   // 1.25: tie -> 1.0
+                             static_cast<std::uint32_t>(mag >= 0x3FE00000u) +  // 1.75: tie -> 2.0
+                             static_cast<std::uint32_t>(mag > 0x40200000u) +   // 2.5:  tie -> 2.0
+                             static_cast<std::uint32_t>(mag >= 0x40600000u) +  // 3.5:  tie -> 4.0
+                             static_cast<std::uint32_t>(mag > 0x40A00000u);    // 5.0:  tie -> 4.0
+  return static_cast<std::uint8_t>(code | ((bits >> 28) & 0x8u));
+}
+
 /// E2M1 (4-bit code in the low nibble): round-to-nearest-even, saturate to
-/// +-6, NaN -> 0x7, -0 -> 0x8.
+/// +-6, NaN -> 0x7, -0 -> 0x8. CUDA's definition on the host and where the GPU
+/// converts in hardware (Blackwell); the proven-equal comparison on Hopper.
 MLAKV_HD std::uint8_t encode_e2m1(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 1000
+  return encode_e2m1_by_thresholds(x);
+#else
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest));
+#endif
+}
+
+/// CUDA's own E2M1 conversion, whatever the architecture: the reference the
+/// exhaustive test compares encode_e2m1 with.
+MLAKV_HD std::uint8_t encode_e2m1_cuda(float x) {
   return static_cast<std::uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest));
 }
 

@@ -1,27 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU reader: decodes the record at each slot; out-of-range slots read as zeros.
-#include <algorithm>
-
+// CPU reader: decodes the record of each output row; rows without a valid slot are zeros.
 #include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
 
 namespace mlakv::cpu {
+namespace {
 
-void gather_records(const kernels::GatherParams& p) {
+template <class Out>
+void store_row(const float* values, int n, Out* out) {
+  for (int i = 0; i < n; ++i) {
+    if constexpr (sizeof(Out) == sizeof(float)) {
+      out[i] = values[i];
+    } else {
+      out[i] = codec::encode_bf16(values[i]);
+    }
+  }
+}
+
+template <class Out>
+void gather(const kernels::GatherParams& p) {
   codec::visit_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) {
-    parallel_for(p.num_slots, [&p](std::int64_t n) {
-      float* kv_c = p.kv_c_out + n * p.stride_kv_c_out;
-      float* k_pe = p.k_pe_out + n * p.stride_k_pe_out;
-      const std::int64_t slot = p.slots[n];
-      if (!kernels::slot_in_range(p.cache, slot)) {
-        std::fill_n(kv_c, codec::kLatentDim, 0.0f);
-        std::fill_n(k_pe, codec::kRopeDim, 0.0f);
-        return;
+    parallel_for(p.num_rows, [&p](std::int64_t row) {
+      float kv_c[codec::kLatentDim] = {};
+      float k_pe[codec::kRopeDim] = {};
+      const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
+      if (kernels::slot_in_range(p.cache, slot)) {
+        codec::decode_record<Codec>(kernels::record_address(p.cache, slot), p.decode, kv_c, k_pe);
       }
-      codec::decode_record<Codec>(kernels::record_address(p.cache, slot), p.decode, kv_c, k_pe);
+      store_row(kv_c, codec::kLatentDim, static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out);
+      store_row(k_pe, codec::kRopeDim, static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out);
     });
   });
+}
+
+}  // namespace
+
+void gather_records(const kernels::GatherParams& p) {
+  if (p.out_dtype == kernels::OutDtype::kFloat32) {
+    gather<float>(p);
+  } else {
+    gather<std::uint16_t>(p);
+  }
 }
 
 }  // namespace mlakv::cpu

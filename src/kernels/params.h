@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Validated, plain-data descriptions of one write and one gather: what the
 // public API hands to a backend (CPU loops, CUDA kernels). Input and cache
-// strides are in bytes; float output strides in elements.
+// strides are in bytes; output strides in elements.
 #pragma once
 
 #include <cstdint>
@@ -22,35 +22,71 @@ struct CacheLayout {
 };
 
 /// Address of a record; `slot` must be in [0, capacity).
-inline std::uint8_t* record_address(const CacheLayout& cache, std::int64_t slot) {
+MLAKV_HD std::uint8_t* record_address(const CacheLayout& cache, std::int64_t slot) {
   return cache.data + (slot / cache.block_size) * cache.stride_block + (slot % cache.block_size) * cache.stride_slot;
 }
 
-inline bool slot_in_range(const CacheLayout& cache, std::int64_t slot) { return slot >= 0 && slot < cache.capacity; }
+MLAKV_HD bool slot_in_range(const CacheLayout& cache, std::int64_t slot) { return slot >= 0 && slot < cache.capacity; }
 
 struct WriteParams {
   Format format;
   codec::InputDtype dtype;
   const std::uint8_t* kv_c;  // [T, 512] rows of 16-bit values
-  std::int64_t stride_kv_c;  // bytes between rows
+  std::int64_t stride_kv_c;
   const std::uint8_t* k_pe;  // [T, 64]
   std::int64_t stride_k_pe;
   const std::int64_t* slot_mapping;  // [T]
   std::int64_t num_tokens;
   CacheLayout cache;
   codec::EncodeParams encode;
+  const float* k_scale_device;  // when set (CUDA), replaces encode.k_scale, read by the kernel
 };
+
+enum class OutDtype : std::uint8_t { kFloat32, kBf16 };
+
+/// Which record each output row decodes: slots[row], or the position
+/// row - cu_seq_lens[b] of sequence b through its block table (paged).
+struct RowSource {
+  const std::int64_t* slots;        // [rows], or null when paged
+  const std::int32_t* block_table;  // [batch, max_blocks]
+  std::int64_t block_table_stride;  // elements
+  std::int64_t max_blocks;
+  const std::int32_t* seq_lens;     // [batch]
+  const std::int32_t* cu_seq_lens;  // [batch + 1]
+  std::int64_t batch;
+};
+
+/// The flat slot of output row `row`, or -1 for a row that reads as zeros.
+MLAKV_HD std::int64_t row_slot(const RowSource& src, const CacheLayout& cache, std::int64_t row) {
+  if (src.slots != nullptr) return src.slots[row];
+  // The sequence holding the row: the last b with cu_seq_lens[b] <= row.
+  std::int64_t lo = 0, hi = src.batch;  // answer in [lo, hi)
+  if (src.batch <= 0 || row < src.cu_seq_lens[0]) return -1;
+  while (hi - lo > 1) {
+    const std::int64_t mid = (lo + hi) / 2;
+    if (src.cu_seq_lens[mid] <= row) lo = mid; else hi = mid;
+  }
+  const std::int64_t pos = row - src.cu_seq_lens[lo];
+  if (pos >= src.seq_lens[lo]) return -1;
+  const std::int64_t block_index = pos / cache.block_size;
+  if (block_index >= src.max_blocks) return -1;
+  const std::int64_t block = src.block_table[lo * src.block_table_stride + block_index];
+  if (block < 0 || block >= cache.capacity / cache.block_size) return -1;
+  return block * cache.block_size + pos % cache.block_size;
+}
 
 struct GatherParams {
   Format format;
   CacheLayout cache;
-  const std::int64_t* slots;  // [N]
-  std::int64_t num_slots;
-  float* kv_c_out;  // [N, 512]
+  RowSource source;
+  std::int64_t num_rows;
+  OutDtype out_dtype;
+  void* kv_c_out;  // [rows, 512]
   std::int64_t stride_kv_c_out;
-  float* k_pe_out;  // [N, 64]
+  void* k_pe_out;  // [rows, 64]
   std::int64_t stride_k_pe_out;
   codec::DecodeParams decode;
+  const float* k_scale_device;  // when set (CUDA), replaces decode.k_scale
 };
 
 }  // namespace mlakv::kernels

@@ -92,6 +92,22 @@ TEST(element_conversion, every_fp16_pattern_matches_e4m3_and_e2m1_oracles) {
   expect_all_patterns_match_oracles<InputDtype::kFp16>();
 }
 
+TEST(element_conversion, threshold_e2m1_encoder_equals_cuda_for_every_16_bit_input_and_specials) {
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    for (const float x : {mlakv::codec::load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(bits)),
+                          mlakv::codec::load_input<InputDtype::kFp16>(static_cast<std::uint16_t>(bits))}) {
+      ASSERT_EQ(mlakv::codec::encode_e2m1_by_thresholds(x), mlakv::codec::encode_e2m1_cuda(x)) << x;
+    }
+  }
+  // Every decision point and its two f32 neighbours.
+  for (const float t : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 0.0f}) {
+    for (const float x : {t, std::nextafter(t, 0.0f), std::nextafter(t, 10.0f)}) {
+      ASSERT_EQ(mlakv::codec::encode_e2m1_by_thresholds(x), mlakv::codec::encode_e2m1_cuda(x)) << x;
+      ASSERT_EQ(mlakv::codec::encode_e2m1_by_thresholds(-x), mlakv::codec::encode_e2m1_cuda(-x)) << -x;
+    }
+  }
+}
+
 TEST(element_conversion, widening_is_exact_for_every_pattern) {
   for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const float bf = mlakv::codec::load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(bits));

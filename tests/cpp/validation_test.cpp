@@ -198,9 +198,22 @@ TEST_F(validation, rejects_tensors_on_different_devices) {
   expect_compact_error(ErrorCode::kDevice, "kv_cache: must be on the same device as kv_c (cpu), got cuda:0");
 }
 
-TEST_F(validation, rejects_cuda_tensors_until_the_cuda_backend_exists) {
-  for (TensorView* v : {&kv_c, &k_pe, &kv_cache, &slots}) v->device = {mlakv::DeviceType::kCuda, 1};
-  expect_compact_error(ErrorCode::kUnsupported, "kv_c: no CUDA backend in this build yet; pass CPU arrays, got cuda:1");
+TEST_F(validation, rejects_a_cuda_device_that_does_not_exist) {
+  for (TensorView* v : {&kv_c, &k_pe, &kv_cache, &slots}) v->device = {mlakv::DeviceType::kCuda, 1000};
+#if MLAKV_WITH_CUDA
+  expect_compact_error(ErrorCode::kDevice, "kv_c: must be on a CUDA device this process can use, got cuda:1000");
+#else
+  expect_compact_error(ErrorCode::kUnsupported,
+                       "kv_c: this build has no CUDA backend (built without nvcc); pass CPU arrays, got cuda:1000");
+#endif
+}
+
+TEST_F(validation, rejects_a_cuda_scale_with_cpu_tensors) {
+  float value = 1.0f;
+  TensorView scale = mlakv::make_view(&value, DType::kFloat32, {1});
+  scale.device = {mlakv::DeviceType::kCuda, 0};
+  expect_error([&] { mlakv::concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, kv_cache, slots, &scale); },
+               ErrorCode::kDevice, std::string(kCompact) + "scale: must be on the CPU or on the tensors' device (cpu), got cuda:0");
 }
 
 TEST_F(validation, rejects_cache_capacity_overflowing_the_slot_index_type) {
@@ -289,10 +302,16 @@ TEST_F(gather_validation, rejects_output_rows_differing_from_slots) {
                       "len(slots) = 4, got (3, 512)");
 }
 
-TEST_F(gather_validation, rejects_output_not_float32) {
+TEST_F(gather_validation, rejects_output_dtype_other_than_float32_or_bf16) {
+  kv_out_view.dtype = DType::kFloat16;
+  expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
+                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): kv_c_out: dtype must be float32 or bf16, got fp16");
+}
+
+TEST_F(gather_validation, rejects_outputs_of_different_dtypes) {
   pe_out_view.dtype = DType::kBFloat16;
   expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
-                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): k_pe_out: dtype must be float32, got bf16");
+                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): k_pe_out: dtype must match kv_c_out (float32), got bf16");
 }
 
 TEST_F(gather_validation, fp8_e4m3_requires_the_scale) {

@@ -137,17 +137,6 @@ def test_torch_cpu_tensors_give_the_same_bytes_as_numpy(bf16_inputs):
     np.testing.assert_array_equal(cache.numpy(), want)
 
 
-def test_cuda_tensors_are_rejected_until_the_cuda_backend_lands():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    kv_c = torch.zeros((2, 512), dtype=torch.bfloat16, device="cuda")
-    k_pe = torch.zeros((2, 64), dtype=torch.bfloat16, device="cuda")
-    cache = torch.zeros((1, 2, 368), dtype=torch.uint8, device="cuda")
-    with pytest.raises(NotImplementedError, match="no CUDA backend in this build yet"):
-        concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache, torch.arange(2, device="cuda"))
-
-
 def test_mlakv_command_is_installed_and_prints_formats():
     exe = shutil.which("mlakv")
     assert exe is not None, "pip install must put the mlakv command on the PATH"

@@ -12,6 +12,7 @@
 #include "format/specs.h"
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
+#include "mlakv/readers.h"
 #include "synthetic.h"
 
 namespace mlakv::tool {

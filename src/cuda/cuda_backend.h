@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA backend: warp-per-token kernels over the shared lane-parallel codecs.
+// Launches are asynchronous on the given stream, never synchronize and never
+// allocate, so they can be captured in CUDA graphs.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "kernels/params.h"
+
+namespace mlakv::cuda {
+
+/// Compute capability (e.g. 90) of a device; cached per device.
+int device_capability(int device);
+/// Whether this build carries code that runs on that capability.
+bool supports_capability(int capability);
+/// "sm_90, sm_100a, sm_120a (+ compute_90 PTX)": what this build was compiled for.
+std::string built_architectures();
+
+/// Returns the launch error, if any (cudaSuccess otherwise).
+cudaError_t write_records(const kernels::WriteParams& params, cudaStream_t stream);
+cudaError_t gather_records(const kernels::GatherParams& params, cudaStream_t stream);
+
+}  // namespace mlakv::cuda

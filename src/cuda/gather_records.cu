@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA reader: one warp per output row. The warp loads the row's record into
+// shared memory with 16-byte loads, each lane decodes its 16 latent and 2 RoPE
+// values with the shared codec and stores them as float32 or bf16. Rows
+// without a valid slot (-1, past capacity, past a sequence's length) are zeros.
+#include "codec/codecs.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/warp.cuh"
+
+namespace mlakv::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+template <int kBytes>
+struct SmemRecord {
+  alignas(16) std::uint8_t bytes[kBytes];
+};
+
+template <class Out>
+__device__ __forceinline__ Out to_out(float v) {
+  if constexpr (sizeof(Out) == sizeof(float)) {
+    return v;
+  } else {
+    return codec::encode_bf16(v);
+  }
+}
+
+// Stores n values; vector stores when the destination allows 16-byte (latent) access.
+template <class Out, int kN, bool kVector>
+__device__ __forceinline__ void store_values(Out* dst, const float* values) {
+  Out packed[kN];
+#pragma unroll
+  for (int i = 0; i < kN; ++i) packed[i] = to_out<Out>(values[i]);
+  if constexpr (kVector && (kN * sizeof(Out)) % 16 == 0) {
+#pragma unroll
+    for (int c = 0; c < static_cast<int>(kN * sizeof(Out) / 16); ++c) {
+      uint4 v;
+      memcpy(&v, reinterpret_cast<const char*>(packed) + 16 * c, 16);
+      reinterpret_cast<uint4*>(dst)[c] = v;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) dst[i] = packed[i];
+  }
+}
+
+template <class Codec, class Out, bool kVector>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_kernel(const kernels::GatherParams p) {
+  constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (row >= p.num_rows) return;
+
+  float kv_c[codec::kLatentPerLane] = {};
+  float k_pe[codec::kRopePerLane] = {};
+  const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
+  if (kernels::slot_in_range(p.cache, slot)) {  // warp-uniform
+    std::uint8_t* smem_record = smem_records[warp].bytes;
+    warp_copy16<kRecordBytes>(smem_record, kernels::record_address(p.cache, slot), lane);
+    __syncwarp();
+    codec::DecodeParams params = p.decode;
+    if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+    Codec::decode_lane(lane, smem_record, params, kv_c, k_pe);
+  }
+  store_values<Out, codec::kLatentPerLane, kVector>(
+      static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + lane * codec::kLatentPerLane, kv_c);
+  store_values<Out, codec::kRopePerLane, false>(
+      static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + lane * codec::kRopePerLane, k_pe);
+}
+
+template <class Codec, class Out>
+cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((p.num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const bool vector = reinterpret_cast<std::uintptr_t>(p.kv_c_out) % 16 == 0 &&
+                      (p.stride_kv_c_out * static_cast<std::int64_t>(sizeof(Out))) % 16 == 0;
+  if (vector) {
+    decode_records_kernel<Codec, Out, true><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  } else {
+    decode_records_kernel<Codec, Out, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t gather_records(const kernels::GatherParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0) return cudaSuccess;
+  return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
+    return p.out_dtype == kernels::OutDtype::kFloat32 ? launch<Codec, float>(p, stream)
+                                                      : launch<Codec, std::uint16_t>(p, stream);
+  });
+}
+
+}  // namespace mlakv::cuda

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA writer: one warp per token. Lane l loads its 16 latent and 2 RoPE
+// inputs, the warp combines amaxes with shuffles, every lane encodes its part
+// of the record into shared memory with the shared codec, and the warp stores
+// the record with 16-byte stores (cache base and strides are 16-byte aligned).
+#include "codec/codecs.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/warp.cuh"
+
+namespace mlakv::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+template <int kBytes>
+struct SmemRecord {
+  alignas(16) std::uint8_t bytes[kBytes];
+};
+
+// Lane l's 16 latent values are bytes [32l, 32l + 32) of the row: two 16-byte
+// loads when the row allows it, else eight 4-byte loads (rows are only
+// guaranteed 4-byte aligned).
+template <int kLoadBytes>
+__device__ __forceinline__ void load_lane(const std::uint8_t* kv_c_row, const std::uint8_t* k_pe_row, int lane,
+                                          codec::LaneInputs& in) {
+  constexpr int kLatentBytes = codec::kLatentPerLane * 2;
+  constexpr int kRopeBytes = codec::kRopePerLane * 2;
+  static_assert(kRopeBytes == 4, "two RoPE values are one 32-bit load");
+  const std::uint8_t* src = kv_c_row + lane * kLatentBytes;
+  if constexpr (kLoadBytes == 16) {
+    const uint4 a = __ldg(reinterpret_cast<const uint4*>(src));
+    const uint4 b = __ldg(reinterpret_cast<const uint4*>(src) + 1);
+    memcpy(in.kv_c, &a, 16);
+    memcpy(in.kv_c + 8, &b, 16);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kLatentBytes / 4; ++i) {
+      const unsigned w = __ldg(reinterpret_cast<const unsigned*>(src) + i);
+      memcpy(in.kv_c + 2 * i, &w, 4);
+    }
+  }
+  const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe_row + lane * kRopeBytes));
+  memcpy(in.k_pe, &r, 4);
+}
+
+template <class Codec, codec::InputDtype kDtype, int kLoadBytes>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) encode_records_kernel(const kernels::WriteParams p) {
+  constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (token >= p.num_tokens) return;
+
+  // Issue the slot and input loads together: neither depends on the other.
+  const std::int64_t slot = __ldg(p.slot_mapping + token);
+  codec::LaneInputs in;
+  load_lane<kLoadBytes>(p.kv_c + token * p.stride_kv_c, p.k_pe + token * p.stride_k_pe, lane, in);
+  if (!kernels::slot_in_range(p.cache, slot)) return;  // warp-uniform
+
+  codec::LaneAmax amax = Codec::template lane_amax<kDtype>(in);
+  if constexpr (Codec::kLatentAmaxLanes > 1) amax.latent = warp_group_max<Codec::kLatentAmaxLanes>(amax.latent);
+  if constexpr (Codec::kRopeAmax) amax.rope = warp_group_max<kWarpSize>(amax.rope);
+  codec::EncodeParams params = p.encode;
+  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+
+  std::uint8_t* smem_record = smem_records[warp].bytes;
+  Codec::template encode_lane<kDtype>(lane, amax, in, params, smem_record);
+  __syncwarp();
+  warp_copy16<kRecordBytes>(kernels::record_address(p.cache, slot), smem_record, lane);
+}
+
+template <class Codec, codec::InputDtype kDtype>
+cudaError_t launch(const kernels::WriteParams& p, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const bool rows16 = reinterpret_cast<std::uintptr_t>(p.kv_c) % 16 == 0 && p.stride_kv_c % 16 == 0;
+  if (rows16) {
+    encode_records_kernel<Codec, kDtype, 16><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  } else {
+    encode_records_kernel<Codec, kDtype, 4><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t write_records(const kernels::WriteParams& p, cudaStream_t stream) {
+  if (p.num_tokens == 0) return cudaSuccess;
+  return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
+    // A 16-bit record only ever receives its own dtype (validated), so only that variant is built.
+    if constexpr (requires { Codec::kElementDtype; }) {
+      return launch<Codec, Codec::kElementDtype>(p, stream);
+    } else {
+      return p.dtype == codec::InputDtype::kBf16 ? launch<Codec, codec::InputDtype::kBf16>(p, stream)
+                                                 : launch<Codec, codec::InputDtype::kFp16>(p, stream);
+    }
+  });
+}
+
+}  // namespace mlakv::cuda
