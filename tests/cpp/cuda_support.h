@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers of the GPU tests: device buffers, a skip when no device is present.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "mlakv/tensor_view.h"
+
+namespace mlakv::test {
+
+inline bool cuda_device_present() {
+  int count = 0;
+  const bool present = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  cudaGetLastError();
+  return present;
+}
+
+// GPU tests skip cleanly on machines without a CUDA device (CI).
+#define MLAKV_REQUIRE_GPU()                                                   \
+  do {                                                                        \
+    if (!::mlakv::test::cuda_device_present()) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)
+
+#define MLAKV_CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
+
+/// Device memory holding a copy of a host vector (or `bytes` of fill).
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
+  }
+  template <class T>
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
+    if (ptr_ != nullptr) cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr_); }
+
+  template <class T = void>
+  T* get() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+  bool ok() const { return ptr_ != nullptr; }
+
+  template <class T>
+  std::vector<T> download() const {
+    std::vector<T> host(bytes_ / sizeof(T));
+    cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost);
+    return host;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_;
+};
+
+/// The same view on the device: data moved by `offset` bytes into `buffer`.
+inline TensorView on_device(TensorView host_view, const DeviceBuffer& buffer, std::size_t offset = 0) {
+  host_view.data = buffer.get<std::uint8_t>() + offset;
+  host_view.device = {DeviceType::kCuda, 0};
+  return host_view;
+}
+
+}  // namespace mlakv::test
