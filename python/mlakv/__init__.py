@@ -18,11 +18,18 @@ from typing import Any
 import numpy as np
 
 from . import _mlakv
-from ._arrays import input_array, scale_array, slot_array
+from ._arrays import empty, export as export_cache, input_array, output_array, scale_array, slot_array, stream_handle
 
 __version__: str = _mlakv.__version__
 
-__all__ = ["__version__", "capabilities", "concat_and_cache_mla", "formats", "gather_records"]
+__all__ = [
+    "__version__",
+    "capabilities",
+    "concat_and_cache_mla",
+    "formats",
+    "gather_records",
+    "gather_records_paged",
+]
 
 _LATENT_DIM = 512
 _ROPE_DIM = 64
@@ -45,6 +52,7 @@ def concat_and_cache_mla(
     slot_mapping: Any,
     kv_cache_dtype: str,
     scale: Any = None,
+    stream: Any = None,
 ) -> None:
     """Write tokens into ``kv_cache`` in the engine's ``kv_cache_dtype`` (vLLM's stock op).
 
@@ -54,13 +62,30 @@ def concat_and_cache_mla(
         kv_cache: ``[num_blocks, block_size, record_bytes]`` uint8, written in place.
         slot_mapping: ``[T]`` or ``[T, 1]`` int64; slots outside ``[0, num_blocks*block_size)`` are skipped.
         kv_cache_dtype: ``auto``, ``fp8``, ``fp8_e4m3``, ``fp8_ds_mla``, ``nvfp4_ds_mla`` or ``nvfp4_fp8_ds_mla``.
-        scale: k_scale, a float or 1-element float32 array; required by ``fp8``/``fp8_e4m3``.
+        scale: k_scale, a float or 1-element float32 array (CPU or the tensors' device);
+            required by ``fp8``/``fp8_e4m3``.
+        stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's
+            current stream for torch tensors, else the legacy default stream.
     """
+    handle = stream_handle(stream, kv_c, kv_cache)
     kv_c, kv_c_tag = input_array(kv_c)
     k_pe, k_pe_tag = input_array(k_pe)
     _mlakv.concat_and_cache_mla(
-        kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_array(slot_mapping), kv_cache_dtype, scale_array(scale)
+        kv_c,
+        kv_c_tag,
+        k_pe,
+        k_pe_tag,
+        output_array(kv_cache)[0],
+        slot_array(slot_mapping),
+        kv_cache_dtype,
+        scale_array(scale),
+        handle,
     )
+
+
+def _check_rope_dtype(function: str, format: str, rope_dtype: str) -> None:
+    if rope_dtype not in ("bf16", "fp16"):
+        raise ValueError(f"mlakv::{function}({format}): rope_dtype: must be bf16 or fp16, got {rope_dtype!r}")
 
 
 def gather_records(
@@ -70,18 +95,73 @@ def gather_records(
     *,
     scale: Any = None,
     rope_dtype: str = "bf16",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Decode the records at flat ``slots`` to float32 ``(kv_c [N, 512], k_pe [N, 64])``.
+    dtype: str = "float32",
+    out: Any = None,
+    stream: Any = None,
+) -> tuple[Any, Any]:
+    """Decode the records at flat ``slots``: ``(kv_c [N, 512], k_pe [N, 64])``.
 
-    A slot outside ``[0, num_blocks*block_size)`` (e.g. -1) yields zeros.
+    A slot outside ``[0, num_blocks*block_size)`` (e.g. -1) yields zeros. Outputs are
+    ``dtype`` (``float32`` or ``bfloat16``) arrays on the cache's device and framework,
+    or the ``[:, :512]`` and ``[:, 512:]`` views of ``out`` (``[N, 576]``), the prefill layout.
     ``scale`` is the k_scale ``fp8_e4m3`` records were written with (required there);
     ``rope_dtype`` says what ``fp8_ds_mla``'s raw 16-bit RoPE values are (``bf16`` or ``fp16``).
     """
-    slots = slot_array(slots)
+    _check_rope_dtype("gather_records", format, rope_dtype)
+    handle = stream_handle(stream, kv_cache)
+    slots = slot_array(slots) if isinstance(slots, (list, tuple, range)) else slots
     n = int(slots.shape[0]) if getattr(slots, "ndim", 0) >= 1 else 0
-    kv_c = np.empty((n, _LATENT_DIM), dtype=np.float32)
-    k_pe = np.empty((n, _ROPE_DIM), dtype=np.float32)
-    if rope_dtype not in ("bf16", "fp16"):
-        raise ValueError(f"mlakv::gather_records({format}): rope_dtype: must be bf16 or fp16, got {rope_dtype!r}")
-    _mlakv.gather_records(format, kv_cache, slots, kv_c, k_pe, scale_array(scale), rope_dtype)
+    if out is None:
+        kv_c, k_pe = empty(kv_cache, (n, _LATENT_DIM), dtype), empty(kv_cache, (n, _ROPE_DIM), dtype)
+    else:
+        kv_c, k_pe = out[:, :_LATENT_DIM], out[:, _LATENT_DIM:]
+    kv_out, tag = output_array(kv_c)
+    pe_out, _ = output_array(k_pe)
+    _mlakv.gather_records(
+        format, export_cache(kv_cache), slot_array(slots), kv_out, pe_out, tag, scale_array(scale), rope_dtype, handle
+    )
     return kv_c, k_pe
+
+
+def gather_records_paged(
+    format: str,
+    kv_cache: Any,
+    block_table: Any,
+    seq_lens: Any,
+    cu_seq_lens: Any,
+    *,
+    num_rows: int | None = None,
+    scale: Any = None,
+    rope_dtype: str = "bf16",
+    dtype: str = "bfloat16",
+    out: Any = None,
+    stream: Any = None,
+) -> Any:
+    """Decode whole sequences through their block tables into ``[rows, 576]`` (the prefill gather).
+
+    Row ``cu_seq_lens[b] + i`` (``i < seq_lens[b]``) holds position ``i`` of sequence ``b``;
+    other rows are zeros. ``block_table`` is ``[B, max_blocks]`` int32, ``seq_lens`` ``[B]`` and
+    ``cu_seq_lens`` ``[B + 1]`` int32. ``rows`` comes from ``out``, else ``num_rows``, else
+    ``cu_seq_lens[-1]`` (which reads the device: pass ``out`` or ``num_rows`` in a CUDA graph).
+    """
+    _check_rope_dtype("gather_records_paged", format, rope_dtype)
+    handle = stream_handle(stream, kv_cache)
+    if out is None:
+        rows = int(num_rows) if num_rows is not None else int(cu_seq_lens[-1])
+        out = empty(kv_cache, (rows, _LATENT_DIM + _ROPE_DIM), dtype)
+    kv_out, tag = output_array(out[:, :_LATENT_DIM])
+    pe_out, _ = output_array(out[:, _LATENT_DIM:])
+    _mlakv.gather_records_paged(
+        format,
+        export_cache(kv_cache),
+        input_array(block_table)[0],
+        input_array(seq_lens)[0],
+        input_array(cu_seq_lens)[0],
+        kv_out,
+        pe_out,
+        tag,
+        scale_array(scale),
+        rope_dtype,
+        handle,
+    )
+    return out

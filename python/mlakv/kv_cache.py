@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _mlakv
-from ._arrays import input_array, scale_array, slot_array
+from ._arrays import input_array, output_array, scale_array, slot_array, stream_handle
 
 __all__ = ["concat_and_cache_nvfp4_mla_fp8_rope"]
 
@@ -24,6 +24,7 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
     slot_mapping: Any,
     scale: Any = None,
     per_token_scale: bool = False,
+    stream: Any = None,
 ) -> None:
     """Write tokens as 368-byte NVFP4 records with an FP8 RoPE.
 
@@ -34,9 +35,20 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
         slot_mapping: ``[T]`` int64, contiguous; out-of-range slots are skipped.
         scale: accepted for signature parity with the stock writer, not consumed.
         per_token_scale: write the two-level ``nvfp4_ds_mla_fp8_rope_pts`` record instead.
+        stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's
+            current stream for torch tensors, else the legacy default stream.
     """
+    handle = stream_handle(stream, kv_c, kv_cache)
     kv_c, kv_c_tag = input_array(kv_c)
     k_pe, k_pe_tag = input_array(k_pe)
     _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(
-        kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_array(slot_mapping), scale_array(scale), bool(per_token_scale)
+        kv_c,
+        kv_c_tag,
+        k_pe,
+        k_pe_tag,
+        output_array(kv_cache)[0],
+        slot_array(slot_mapping),
+        scale_array(scale),
+        bool(per_token_scale),
+        handle,
     )

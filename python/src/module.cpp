@@ -25,9 +25,19 @@ std::optional<TensorView> optional_view(const std::optional<Array>& array) {
   return to_view(*array);
 }
 
+// A cudaStream_t passed from Python as an integer (torch's .cuda_stream, CuPy's .ptr).
+StreamHandle to_stream(std::uintptr_t stream) { return reinterpret_cast<StreamHandle>(stream); }
+
+GatherOptions gather_options(const std::optional<TensorView>& scale, const std::string& rope_dtype) {
+  GatherOptions options;
+  options.scale = scale ? &*scale : nullptr;
+  options.rope_dtype = rope_dtype == "bf16" ? DType::kBFloat16 : rope_dtype == "fp16" ? DType::kFloat16 : DType::kOther;
+  return options;
+}
+
 void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
                              const OutArray& kv_cache, const Array& slot_mapping, const std::string& kv_cache_dtype,
-                             const std::optional<Array>& scale) {
+                             const std::optional<Array>& scale, std::uintptr_t stream) {
   const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
   const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
   const TensorView cache_view = to_view(kv_cache);
@@ -35,12 +45,13 @@ void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array
   const std::optional<TensorView> scale_view = optional_view(scale);
   nb::gil_scoped_release release;
   concat_and_cache_mla(kv_c_view, k_pe_view, cache_view, slot_view, kv_cache_dtype,
-                       scale_view ? &*scale_view : nullptr);
+                       scale_view ? &*scale_view : nullptr, to_stream(stream));
 }
 
 void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
                                             const Tag& k_pe_tag, const OutArray& kv_cache, const Array& slot_mapping,
-                                            const std::optional<Array>& scale, bool per_token_scale) {
+                                            const std::optional<Array>& scale, bool per_token_scale,
+                                            std::uintptr_t stream) {
   const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
   const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
   const TensorView cache_view = to_view(kv_cache);
@@ -48,22 +59,39 @@ void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_t
   const std::optional<TensorView> scale_view = optional_view(scale);
   nb::gil_scoped_release release;
   concat_and_cache_nvfp4_mla_fp8_rope(kv_c_view, k_pe_view, cache_view, slot_view,
-                                      scale_view ? &*scale_view : nullptr, per_token_scale);
+                                      scale_view ? &*scale_view : nullptr, per_token_scale, to_stream(stream));
 }
 
 void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots,
-                       const OutArray& kv_c_out, const OutArray& k_pe_out, const std::optional<Array>& scale, const std::string& rope_dtype) {
+                       const OutArray& kv_c_out, const OutArray& k_pe_out, const Tag& out_tag,
+                       const std::optional<Array>& scale, const std::string& rope_dtype, std::uintptr_t stream) {
   const Format parsed = parse_format(format);
   const TensorView cache_view = to_view(kv_cache);
   const TensorView slot_view = to_view(slots);
-  const TensorView kv_c_view = to_view(kv_c_out);
-  const TensorView k_pe_view = to_view(k_pe_out);
+  const TensorView kv_c_view = to_view(kv_c_out, out_tag);
+  const TensorView k_pe_view = to_view(k_pe_out, out_tag);
   const std::optional<TensorView> scale_view = optional_view(scale);
-  GatherOptions options;
-  options.scale = scale_view ? &*scale_view : nullptr;
-  options.rope_dtype = rope_dtype == "bf16" ? DType::kBFloat16 : rope_dtype == "fp16" ? DType::kFloat16 : DType::kOther;
+  const GatherOptions options = gather_options(scale_view, rope_dtype);
   nb::gil_scoped_release release;
-  gather_records(parsed, cache_view, slot_view, kv_c_view, k_pe_view, options);
+  gather_records(parsed, cache_view, slot_view, kv_c_view, k_pe_view, options, to_stream(stream));
+}
+
+void py_gather_records_paged(const std::string& format, const Array& kv_cache, const Array& block_table,
+                             const Array& seq_lens, const Array& cu_seq_lens, const OutArray& kv_c_out,
+                             const OutArray& k_pe_out, const Tag& out_tag, const std::optional<Array>& scale,
+                             const std::string& rope_dtype, std::uintptr_t stream) {
+  const Format parsed = parse_format(format);
+  const TensorView cache_view = to_view(kv_cache);
+  const TensorView table_view = to_view(block_table);
+  const TensorView lens_view = to_view(seq_lens);
+  const TensorView cu_view = to_view(cu_seq_lens);
+  const TensorView kv_c_view = to_view(kv_c_out, out_tag);
+  const TensorView k_pe_view = to_view(k_pe_out, out_tag);
+  const std::optional<TensorView> scale_view = optional_view(scale);
+  const GatherOptions options = gather_options(scale_view, rope_dtype);
+  nb::gil_scoped_release release;
+  gather_records_paged(parsed, cache_view, table_view, lens_view, cu_view, kv_c_view, k_pe_view, options,
+                       to_stream(stream));
 }
 
 nb::list py_formats() {
@@ -112,12 +140,15 @@ NB_MODULE(_mlakv, m) {
   register_error_translator();
   m.attr("__version__") = mlakv::kVersion;
   m.def("concat_and_cache_mla", &py_concat_and_cache_mla, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a,
-        "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none());
+        "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
   m.def("concat_and_cache_nvfp4_mla_fp8_rope", &py_concat_and_cache_nvfp4_mla_fp8_rope, "kv_c"_a,
         "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "scale"_a.none(),
-        "per_token_scale"_a);
+        "per_token_scale"_a, "stream"_a);
   m.def("gather_records", &py_gather_records, "format"_a, "kv_cache"_a, "slots"_a, "kv_c_out"_a, "k_pe_out"_a,
-        "scale"_a.none(), "rope_dtype"_a);
+        "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
+  m.def("gather_records_paged", &py_gather_records_paged, "format"_a, "kv_cache"_a, "block_table"_a, "seq_lens"_a,
+        "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a,
+        "stream"_a);
   m.def("formats", &py_formats);
   m.def("capabilities", &py_capabilities);
 }

@@ -58,7 +58,9 @@ TensorView to_view(const nb::ndarray<nb::ro>& array, const std::optional<std::st
   return view_of(array, reinterpret_16bit);
 }
 
-TensorView to_view(const nb::ndarray<>& array) { return view_of(array, std::nullopt); }
+TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>& reinterpret_16bit) {
+  return view_of(array, reinterpret_16bit);
+}
 
 void register_error_translator() {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -68,6 +70,7 @@ void register_error_translator() {
       PyObject* type = PyExc_ValueError;
       if (e.code() == ErrorCode::kDtype) type = PyExc_TypeError;
       if (e.code() == ErrorCode::kUnsupported) type = PyExc_NotImplementedError;
+      if (e.code() == ErrorCode::kBackend) type = PyExc_RuntimeError;
       PyErr_SetString(type, e.what());
     }
   });

@@ -19,7 +19,7 @@ namespace nb = nanobind;
 /// outputs and caches as writable ones.
 TensorView to_view(const nb::ndarray<nb::ro>& array,
                    const std::optional<std::string>& reinterpret_16bit = std::nullopt);
-TensorView to_view(const nb::ndarray<>& array);
+TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>& reinterpret_16bit = std::nullopt);
 
 /// mlakv::Error -> TypeError (dtype), NotImplementedError (unsupported), else ValueError.
 void register_error_translator();
