@@ -89,8 +89,35 @@ MLAKV_HD std::uint8_t encode_e2m1_cuda(float x) {
   return static_cast<std::uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest));
 }
 
+/// E2M1 code -> value by building the f32 bits (e = code bits 2..1, m = bit 0):
+/// 0, 0.5, then (1 + m/2) * 2^(e-1). Used on the GPU, where CUDA's header has
+/// no conversion instruction before Blackwell; a test checks all 16 codes.
+MLAKV_HD float decode_e2m1_by_bits(std::uint8_t code) {
+  const std::uint32_t mag = code & 0x7u;
+  const std::uint32_t normal = (((mag >> 1) + 126u) << 23) | ((mag & 1u) << 22);
+  std::uint32_t bits = mag >= 2 ? normal : (mag == 1 ? 0x3F000000u : 0u);
+  bits |= static_cast<std::uint32_t>(code & 0x8u) << 28;
+  float value;
+  memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 MLAKV_HD float decode_e2m1(std::uint8_t code) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 1000
+  return decode_e2m1_by_bits(code);
+#else
   return __half2float(__half(__nv_cvt_fp4_to_halfraw(code & 0xF, __NV_E2M1)));
+#endif
+}
+
+/// Readers store f32 NaN as the one canonical quiet NaN, so CPU and GPU
+/// outputs agree bit for bit (their arithmetic makes NaNs of different signs).
+MLAKV_HD float canonical_nan(float v) {
+  if (v == v) return v;
+  const std::uint32_t bits = 0x7FC00000u;
+  float nan;
+  memcpy(&nan, &bits, sizeof(nan));
+  return nan;
 }
 
 /// f32 -> bf16 bits, round-to-nearest-even, every NaN stored as 0x7FFF.

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "codec/element.h"
+#include "codec/nvfp4_compare.h"
 #include "codec/token.h"
 #include "format/specs.h"
 
@@ -90,12 +91,20 @@ MLAKV_HD const std::uint8_t* group_codes(const std::uint8_t* record, int g) {
   return record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2);
 }
 
-/// Group g of the static NVFP4 latent (the 432 and 368 records).
+/// Group g of the static NVFP4 latent (the 432 and 368 records). The CPU
+/// follows ABI.md literally; the GPU counts decision points instead of
+/// dividing (codec/nvfp4_compare.h), proven equal exhaustively.
 template <InputDtype kDtype>
 MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::uint8_t* record) {
+#if defined(__CUDA_ARCH__)
+  const std::uint8_t sbyte = encode_e4m3(div_rn(amax_of<kDtype, kNvfp4GroupSize>(bits), kE2m1Max));
+  record[Nvfp4Latent::kGroupScales.offset + g] = sbyte;
+  encode_e2m1_group_by_compare<kDtype>(bits, decode_e4m3(sbyte), group_codes(record, g));
+#else
   float x[kNvfp4GroupSize];
   load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
   record[Nvfp4Latent::kGroupScales.offset + g] = encode_nvfp4_group_static(x, group_codes(record, g));
+#endif
 }
 
 /// Decodes group g; scale bytes hold the dequant scale divided by `unboost`,

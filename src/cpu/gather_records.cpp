@@ -11,7 +11,7 @@ template <class Out>
 void store_row(const float* values, int n, Out* out) {
   for (int i = 0; i < n; ++i) {
     if constexpr (sizeof(Out) == sizeof(float)) {
-      out[i] = values[i];
+      out[i] = codec::canonical_nan(values[i]);
     } else {
       out[i] = codec::encode_bf16(values[i]);
     }

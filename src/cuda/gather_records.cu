@@ -20,7 +20,7 @@ struct SmemRecord {
 template <class Out>
 __device__ __forceinline__ Out to_out(float v) {
   if constexpr (sizeof(Out) == sizeof(float)) {
-    return v;
+    return codec::canonical_nan(v);
   } else {
     return codec::encode_bf16(v);
   }

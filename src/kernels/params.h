@@ -23,6 +23,13 @@ struct CacheLayout {
 
 /// Address of a record; `slot` must be in [0, capacity).
 MLAKV_HD std::uint8_t* record_address(const CacheLayout& cache, std::int64_t slot) {
+  // 32-bit division when the capacity allows: a 64-bit one costs a long call on the GPU.
+  if (cache.capacity <= 0xFFFFFFFFll) {
+    const auto s = static_cast<std::uint32_t>(slot);
+    const auto b = static_cast<std::uint32_t>(cache.block_size);
+    return cache.data + static_cast<std::int64_t>(s / b) * cache.stride_block +
+           static_cast<std::int64_t>(s % b) * cache.stride_slot;
+  }
   return cache.data + (slot / cache.block_size) * cache.stride_block + (slot % cache.block_size) * cache.stride_slot;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codec/element.h"
+#include "codec/nvfp4_compare.h"
 #include "cuda_support.h"
 #include "test_support.h"
 
@@ -42,6 +43,34 @@ TEST(cuda_e2m1, device_encoder_equals_cuda_for_all_2_pow_32_floats) {
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   const auto count = mismatches.download<unsigned long long>()[0];
   EXPECT_EQ(count, 0u) << "first mismatching float bits 0x" << std::hex << first.download<std::uint32_t>()[0];
+}
+
+// The division-free static-recipe codes, with the device's bf16x2 / half2
+// instructions, for every 16-bit input pair and every nonzero E4M3 scale.
+template <mlakv::codec::InputDtype kDtype>
+__global__ void count_compare_mismatches(unsigned long long* mismatches) {
+  using namespace mlakv::codec;
+  const float s = decode_e4m3(static_cast<std::uint8_t>(blockIdx.y + 1));
+  const E2m1Thresholds<kDtype> thr(s);
+  const std::uint32_t bits = 2 * (blockIdx.x * blockDim.x + threadIdx.x);
+  const std::uint32_t pair = bits | ((bits + 1) << 16);
+  const auto ref = [s](std::uint32_t b) {
+    return encode_e2m1_cuda(div_rn(load_input<kDtype>(static_cast<std::uint16_t>(b)), s));
+  };
+  if (e2m1_pair_by_compare<kDtype>(pair, thr) != static_cast<std::uint8_t>(ref(bits) | (ref(bits + 1) << 4))) {
+    atomicAdd(mismatches, 1ull);
+  }
+}
+
+TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) {
+  MLAKV_REQUIRE_GPU();
+  DeviceBuffer mismatches(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  const dim3 grid(32768 / 256, 0x7E);
+  count_compare_mismatches<mlakv::codec::InputDtype::kBf16><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_compare_mismatches<mlakv::codec::InputDtype::kFp16><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
 
 // --- writers ---

@@ -31,11 +31,11 @@ inline bool cuda_device_present() {
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
+    if (cudaMalloc(&ptr_, bytes > 0 ? bytes : 16) != cudaSuccess) ptr_ = nullptr;
   }
   template <class T>
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
-    if (ptr_ != nullptr) cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice);
+    if (ptr_ != nullptr && bytes_ > 0) cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice);
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codec/element.h"
+#include "codec/nvfp4_compare.h"
 #include "test_support.h"
 
 namespace {
@@ -106,6 +107,47 @@ TEST(element_conversion, threshold_e2m1_encoder_equals_cuda_for_every_16_bit_inp
       ASSERT_EQ(mlakv::codec::encode_e2m1_by_thresholds(-x), mlakv::codec::encode_e2m1_cuda(-x)) << -x;
     }
   }
+}
+
+TEST(element_conversion, e2m1_decode_by_bits_matches_cuda_for_all_16_codes) {
+  for (unsigned code = 0; code < 16; ++code) {
+    const float want = __half2float(__half(__nv_cvt_fp4_to_halfraw(code, __NV_E2M1)));
+    const float got = mlakv::codec::decode_e2m1_by_bits(static_cast<std::uint8_t>(code));
+    EXPECT_EQ(mlakv::test::f32_bits(got), mlakv::test::f32_bits(want)) << "code " << code;
+  }
+}
+
+// The GPU's division-free static-recipe codes equal E2M1(x / s) for every
+// 16-bit x and every nonzero E4M3 scale s (the exhaustive proof; the GPU test
+// repeats it with the device instructions).
+template <InputDtype kDtype>
+void expect_compare_codes_equal_division() {
+  int bad = 0;
+  for (unsigned scode = 1; scode < 0x7F; ++scode) {
+    const float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
+    const mlakv::codec::E2m1Thresholds<kDtype> thr(s);
+    for (std::uint32_t bits = 0; bits <= 0xFFFF; bits += 2) {
+      const std::uint32_t pair = bits | ((bits + 1) << 16);
+      const std::uint8_t got = mlakv::codec::e2m1_pair_by_compare<kDtype>(pair, thr);
+      const auto ref = [s](std::uint32_t b) {
+        return mlakv::codec::encode_e2m1_cuda(mlakv::codec::div_rn(mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(b)), s));
+      };
+      const std::uint8_t want = static_cast<std::uint8_t>(ref(bits) | (ref(bits + 1) << 4));
+      if (got != want && bad++ < 5) {
+        ADD_FAILURE() << "s = " << s << ", input bits 0x" << std::hex << bits << ": got 0x" << int(got) << ", want 0x"
+                      << int(want);
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(element_conversion, division_free_e2m1_codes_equal_the_recipe_for_every_bf16_input_and_scale) {
+  expect_compare_codes_equal_division<InputDtype::kBf16>();
+}
+
+TEST(element_conversion, division_free_e2m1_codes_equal_the_recipe_for_every_fp16_input_and_scale) {
+  expect_compare_codes_equal_division<InputDtype::kFp16>();
 }
 
 TEST(element_conversion, widening_is_exact_for_every_pattern) {
