@@ -39,8 +39,50 @@ MLAKV_HD float div_rn(float a, float b) {
 }
 
 
-// fmaxf ignores a NaN operand, so NaN inputs never raise an amax (ABI.md).
-MLAKV_HD float fold_amax(float amax, float x) { return fmaxf(amax, fabsf(x)); }
+/// fmaxf that ignores a NaN operand, signalling NaNs included: x86's fmaxf
+/// returns NaN for a signalling NaN, the GPU's never does, and ABI.md says a
+/// NaN input never raises an amax.
+MLAKV_HD float max_ignoring_nan(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  if (b != b) return a;
+  if (a != a) return b;
+  return a > b ? a : b;
+#endif
+}
+
+/// fminf that ignores a NaN operand (see max_ignoring_nan).
+MLAKV_HD float min_ignoring_nan(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fminf(a, b);
+#else
+  if (b != b) return a;
+  if (a != a) return b;
+  return a < b ? a : b;
+#endif
+}
+
+MLAKV_HD float fold_amax(float amax, float x) { return max_ignoring_nan(amax, fabsf(x)); }
+
+/// Divides many values by one divisor d. The CPU divides; the GPU multiplies by
+/// r = RN(1/d) and corrects the product with one FMA residual step
+/// (Markstein), which gives the correctly rounded quotient on the domains mlakv
+/// uses it for (an exhaustive GPU test proves it); d = inf or 0 divide exactly.
+struct SharedDivisor {
+  float d;
+  float r;
+  MLAKV_HD explicit SharedDivisor(float divisor) : d(divisor), r(div_rn(1.0f, divisor)) {}
+  MLAKV_HD float divide(float x) const {
+#if defined(__CUDA_ARCH__)
+    if (r != 0.0f && r != INFINITY) {
+      const float q = x * r;
+      return fmaf(fmaf(-q, d, x), r, q);
+    }
+#endif
+    return div_rn(x, d);
+  }
+};
 
 /// E4M3FN: round-to-nearest-even, saturate to +-448, NaN -> 0x7F.
 MLAKV_HD std::uint8_t encode_e4m3(float x) {

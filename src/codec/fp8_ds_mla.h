@@ -27,9 +27,10 @@ struct CodecFp8DsMla {
   MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
     const float ts = tile_scale(amax.latent);
+    const SharedDivisor by_ts(ts);
     MLAKV_UNROLL
     for (int i = 0; i < kLatentPerLane; ++i) {
-      record[Spec::kLatent.offset + lane * kLatentPerLane + i] = encode_e4m3(div_rn(load_input<kDtype>(in.kv_c[i]), ts));
+      record[Spec::kLatent.offset + lane * kLatentPerLane + i] = encode_e4m3(by_ts.divide(load_input<kDtype>(in.kv_c[i])));
     }
     if (lane % kLatentAmaxLanes == 0) {
       store_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)), ts);

@@ -118,8 +118,8 @@ MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, float unboo
 MLAKV_HD float rope_scale(float rope_amax) { return rope_amax * kInvE4m3Max; }
 
 template <InputDtype kDtype>
-MLAKV_HD std::uint8_t encode_rope_scaled_e4m3(std::uint16_t bits, float rs) {
-  return rs == 0.0f ? std::uint8_t{0} : encode_e4m3(div_rn(load_input<kDtype>(bits), rs));
+MLAKV_HD std::uint8_t encode_rope_scaled_e4m3(std::uint16_t bits, const SharedDivisor& rs) {
+  return rs.d == 0.0f ? std::uint8_t{0} : encode_e4m3(rs.divide(load_input<kDtype>(bits)));
 }
 
 }  // namespace mlakv::codec

@@ -13,7 +13,9 @@ struct CodecNvfp4Fp8DsMla {
   static constexpr bool kRopeAmax = false;
 
   // fmaxf before fminf: a NaN RoPE value becomes -448 (ABI.md).
-  MLAKV_HD static std::uint8_t encode_rope(float r) { return encode_e4m3(fminf(fmaxf(r, -kE4m3Max), kE4m3Max)); }
+  MLAKV_HD static std::uint8_t encode_rope(float r) {
+    return encode_e4m3(min_ignoring_nan(max_ignoring_nan(r, -kE4m3Max), kE4m3Max));
+  }
 
   template <InputDtype kDtype>
   MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {

@@ -5,11 +5,13 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
 #include "codec/element.h"
+#include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "cuda_support.h"
 #include "test_support.h"
@@ -69,6 +71,41 @@ TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) 
   const dim3 grid(32768 / 256, 0x7E);
   count_compare_mismatches<mlakv::codec::InputDtype::kBf16><<<grid, 256>>>(mismatches.get<unsigned long long>());
   count_compare_mismatches<mlakv::codec::InputDtype::kFp16><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+}
+
+// SharedDivisor on the GPU (an FMA-corrected reciprocal product) gives the
+// E4M3 code of the correctly rounded quotient for every 16-bit input x and
+// every divisor mlakv derives from an amax a >= |x| of the same type: the
+// fp8_ds_mla tile scale max(a / 448, FLT_MIN) and the RoPE scale a * (1/448).
+template <mlakv::codec::InputDtype kDtype, bool kTileScale>
+__global__ void count_divisor_mismatches(unsigned long long* mismatches) {
+  using namespace mlakv::codec;
+  const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.y));  // non-negative amax patterns
+  if (!(a == a)) return;
+  const float d = kTileScale ? fmaxf(div_rn(a, 448.0f), FLT_MIN) : a * kInvE4m3Max;
+  if (d == 0.0f) return;  // the RoPE guard stores 0 without dividing
+  const SharedDivisor by_d(d);
+  unsigned long long bad = 0;
+  for (std::uint32_t bits = threadIdx.x + blockIdx.x * blockDim.x; bits < 0x10000u; bits += gridDim.x * blockDim.x) {
+    const float x = load_input<kDtype>(static_cast<std::uint16_t>(bits));
+    if (fabsf(x) > a) continue;  // |x| <= amax by construction
+    bad += encode_e4m3(by_d.divide(x)) != encode_e4m3(__fdiv_rn(x, d));
+  }
+  if (bad) atomicAdd(mismatches, bad);
+}
+
+TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_domain) {
+  MLAKV_REQUIRE_GPU();
+  using mlakv::codec::InputDtype;
+  DeviceBuffer mismatches(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  const dim3 grid(16, 0x8000);  // x in the grid-stride loop, every non-negative amax pattern in y
+  count_divisor_mismatches<InputDtype::kBf16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_divisor_mismatches<InputDtype::kBf16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_divisor_mismatches<InputDtype::kFp16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_divisor_mismatches<InputDtype::kFp16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }

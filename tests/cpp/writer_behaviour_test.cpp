@@ -2,6 +2,7 @@
 // What the writers do with slots, strides, views and entry points, in every format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -62,6 +63,28 @@ TEST(writer, writes_only_in_range_slots_and_leaves_guard_pages_untouched) {
                                              cache.storage().begin() + static_cast<std::ptrdiff_t>(cache.record_offset(slot) + info.record_bytes));
       EXPECT_EQ(first_difference(record, in.reference_record(info.format, token), info.record_bytes), "")
           << "slot " << slot;
+    }
+  }
+}
+
+// ABI.md: a NaN input never raises an amax. A signalling NaN must behave as a
+// quiet one (x86's fmaxf would let it through).
+TEST(writer, signalling_nan_inputs_give_the_bytes_of_quiet_nan_inputs) {
+  for (const Format f : {Format::kFp8E4m3, Format::kFp8DsMla, Format::kNvfp4DsMla, Format::kNvfp4DsMlaFp8Rope,
+                         Format::kNvfp4DsMlaFp8RopePts, Format::kNvfp4Fp8DsMla}) {
+    // Formats that store k_pe verbatim keep the NaN's bits there: only the latent gets NaNs.
+    const bool rope_quantized = f != Format::kFp8DsMla && f != Format::kNvfp4DsMla;
+    for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+      const std::uint16_t snan = dtype == DType::kBFloat16 ? 0x7F81 : 0x7C01;
+      const std::uint16_t qnan = dtype == DType::kBFloat16 ? 0x7FC1 : 0x7E01;
+      Inputs in(2, dtype, 77);
+      auto signalling = in;
+      for (int i : {3, 17, 130, 511, 600}) signalling.kv_c[i] = snan;
+      if (rope_quantized) signalling.k_pe[5] = signalling.k_pe[70] = snan;
+      auto quiet = signalling;
+      for (auto* v : {&quiet.kv_c, &quiet.k_pe}) std::replace(v->begin(), v->end(), snan, qnan);
+      EXPECT_EQ(write_tokens(f, dtype, signalling.kv_c, signalling.k_pe), write_tokens(f, dtype, quiet.kv_c, quiet.k_pe))
+          << mlakv::format_info(f).id << " " << mlakv::dtype_name(dtype);
     }
   }
 }
