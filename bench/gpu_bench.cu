@@ -86,8 +86,9 @@ __global__ void one_block_per_token_368(const std::uint16_t* kv_c, const std::ui
     float amax = 0.0f;
     for (int i = 0; i < 64; ++i) amax = fold_amax(amax, load_input<InputDtype::kBf16>(k_pe[t * 64 + i]));
     const float rs = rope_scale(amax);
-    const SharedDivisor by_rs(rs);
-    for (int i = 0; i < 64; ++i) record[Spec::kRope.offset + i] = encode_rope_scaled_e4m3<InputDtype::kBf16>(k_pe[t * 64 + i], by_rs);
+    for (int i = 0; i < 64; ++i) {
+      encode_rope_scaled_e4m3<InputDtype::kBf16, 1>(k_pe + t * 64 + i, rs, record + Spec::kRope.offset + i);
+    }
     store_f32(record + Spec::kRopeScale.offset, rs);
     zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
   }

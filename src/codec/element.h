@@ -65,24 +65,50 @@ MLAKV_HD float min_ignoring_nan(float a, float b) {
 
 MLAKV_HD float fold_amax(float amax, float x) { return max_ignoring_nan(amax, fabsf(x)); }
 
-/// Divides many values by one divisor d. The CPU divides; the GPU multiplies by
-/// r = RN(1/d) and corrects the product with one FMA residual step
-/// (Markstein), which gives the correctly rounded quotient on the domains mlakv
-/// uses it for (an exhaustive GPU test proves it); d = inf or 0 divide exactly.
-struct SharedDivisor {
-  float d;
-  float r;
-  MLAKV_HD explicit SharedDivisor(float divisor) : d(divisor), r(div_rn(1.0f, divisor)) {}
-  MLAKV_HD float divide(float x) const {
+/// Divides many values by one positive divisor d: fn(divide) runs with a
+/// divide(x) that the CPU computes as x / d and the GPU as a product with
+/// r = RN(1/d) corrected by one FMA residual step (Markstein), which gives the
+/// correctly rounded quotient on the domains mlakv uses it for (an exhaustive
+/// GPU test proves it). Where r is 0 or inf (d = inf, or d tiny) the GPU
+/// divides too. The sign is copied from x so that -0 / d stays -0.
+template <class Fn>
+MLAKV_HD void with_divisor(float d, Fn&& fn) {
 #if defined(__CUDA_ARCH__)
-    if (r != 0.0f && r != INFINITY) {
+  const float r = div_rn(1.0f, d);
+  if (r != 0.0f && r != INFINITY) {
+    fn([d, r](float x) {
       const float q = x * r;
-      return fmaf(fmaf(-q, d, x), r, q);
-    }
-#endif
-    return div_rn(x, d);
+      return copysignf(fmaf(fmaf(-q, d, x), r, q), x);
+    });
+    return;
   }
-};
+#endif
+  fn([d](float x) { return div_rn(x, d); });
+}
+
+/// Stores n bytes to a destination aligned to n (n = 2, 4, 8 or 16) as one access on the GPU.
+template <int kBytes>
+MLAKV_HD void store_aligned(std::uint8_t* dst, const std::uint8_t* src) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kBytes == 16) {
+    uint4 v;
+    memcpy(&v, src, 16);
+    *reinterpret_cast<uint4*>(dst) = v;
+  } else if constexpr (kBytes == 8) {
+    uint2 v;
+    memcpy(&v, src, 8);
+    *reinterpret_cast<uint2*>(dst) = v;
+  } else if constexpr (kBytes == 4) {
+    unsigned v;
+    memcpy(&v, src, 4);
+    *reinterpret_cast<unsigned*>(dst) = v;
+  } else {
+    memcpy(dst, src, kBytes);
+  }
+#else
+  memcpy(dst, src, kBytes);
+#endif
+}
 
 /// E4M3FN: round-to-nearest-even, saturate to +-448, NaN -> 0x7F.
 MLAKV_HD std::uint8_t encode_e4m3(float x) {

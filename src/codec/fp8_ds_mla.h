@@ -27,16 +27,17 @@ struct CodecFp8DsMla {
   MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
     const float ts = tile_scale(amax.latent);
-    const SharedDivisor by_ts(ts);
-    MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i) {
-      record[Spec::kLatent.offset + lane * kLatentPerLane + i] = encode_e4m3(by_ts.divide(load_input<kDtype>(in.kv_c[i])));
-    }
+    std::uint8_t codes[kLatentPerLane];
+    with_divisor(ts, [&](auto divide) {
+      MLAKV_UNROLL
+      for (int i = 0; i < kLatentPerLane; ++i) codes[i] = encode_e4m3(divide(load_input<kDtype>(in.kv_c[i])));
+    });
+    store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, codes);
     if (lane % kLatentAmaxLanes == 0) {
       store_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)), ts);
     }
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), in.k_pe[i]);
+    store_aligned<2 * kRopePerLane>(record + Spec::kRope.offset + 2 * lane * kRopePerLane,
+                                    reinterpret_cast<const std::uint8_t*>(in.k_pe));
   }
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams& params, float* kv_c,

@@ -24,12 +24,15 @@ inline constexpr float kNvfp4Fp8ScaleBoost = 64.0f;
 inline constexpr float kNvfp4Fp8ScaleUnboost = 1.0f / kNvfp4Fp8ScaleBoost;
 
 // Packs 16 codes, element 2i in the low nibble of byte i.
+// (packed is 8-byte aligned: a group's codes start at 8g of a 16-byte aligned record.)
 template <class ToCode>
 MLAKV_HD void pack_e2m1_group(const float* x, ToCode to_code, std::uint8_t* packed) {
-MLAKV_UNROLL
+  std::uint8_t bytes[kNvfp4GroupSize / 2];
+  MLAKV_UNROLL
   for (int i = 0; i < kNvfp4GroupSize / 2; ++i) {
-    packed[i] = static_cast<std::uint8_t>(to_code(x[2 * i]) | (to_code(x[2 * i + 1]) << 4));
+    bytes[i] = static_cast<std::uint8_t>(to_code(x[2 * i]) | (to_code(x[2 * i + 1]) << 4));
   }
+  store_aligned<kNvfp4GroupSize / 2>(packed, bytes);
 }
 
 MLAKV_HD float group_amax(const float* x) {
@@ -117,9 +120,17 @@ MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, float unboo
 /// The scaled E4M3 RoPE of the 368-byte records: rs = amax * (1/448).
 MLAKV_HD float rope_scale(float rope_amax) { return rope_amax * kInvE4m3Max; }
 
-template <InputDtype kDtype>
-MLAKV_HD std::uint8_t encode_rope_scaled_e4m3(std::uint16_t bits, const SharedDivisor& rs) {
-  return rs.d == 0.0f ? std::uint8_t{0} : encode_e4m3(rs.divide(load_input<kDtype>(bits)));
+/// A lane's RoPE codes rs == 0 ? 0 : E4M3(r / rs), stored as one 2-byte access.
+template <InputDtype kDtype, int kN>
+MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::uint8_t* codes) {
+  std::uint8_t out[kN] = {};
+  if (rs != 0.0f) {
+    with_divisor(rs, [&](auto divide) {
+      MLAKV_UNROLL
+      for (int i = 0; i < kN; ++i) out[i] = encode_e4m3(divide(load_input<kDtype>(bits[i])));
+    });
+  }
+  store_aligned<kN>(codes, out);
 }
 
 }  // namespace mlakv::codec

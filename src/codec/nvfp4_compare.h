@@ -89,17 +89,17 @@ MLAKV_HD std::uint8_t e2m1_pair_by_compare(std::uint32_t pair, const E2m1Thresho
 /// The 16 codes of a group with scale s (s == 0: all codes 0).
 template <InputDtype kDtype>
 MLAKV_HD void encode_e2m1_group_by_compare(const std::uint16_t* bits, float s, std::uint8_t* packed) {
-  if (s == 0.0f) {
+  std::uint8_t bytes[8] = {};
+  if (s != 0.0f) {
+    const E2m1Thresholds<kDtype> thr(s);
     MLAKV_UNROLL
-    for (int i = 0; i < 8; ++i) packed[i] = 0;
-    return;
+    for (int i = 0; i < 8; ++i) {
+      const std::uint32_t pair =
+          static_cast<std::uint32_t>(bits[2 * i]) | (static_cast<std::uint32_t>(bits[2 * i + 1]) << 16);
+      bytes[i] = e2m1_pair_by_compare<kDtype>(pair, thr);
+    }
   }
-  const E2m1Thresholds<kDtype> thr(s);
-  MLAKV_UNROLL
-  for (int i = 0; i < 8; ++i) {
-    const std::uint32_t pair = static_cast<std::uint32_t>(bits[2 * i]) | (static_cast<std::uint32_t>(bits[2 * i + 1]) << 16);
-    packed[i] = e2m1_pair_by_compare<kDtype>(pair, thr);
-  }
+  store_aligned<8>(packed, bytes);
 }
 
 }  // namespace mlakv::codec

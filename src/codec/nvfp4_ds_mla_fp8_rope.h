@@ -22,11 +22,7 @@ struct CodecNvfp4DsMlaFp8Rope {
                                    std::uint8_t* record) {
     encode_latent_group_static<kDtype>(lane, in.kv_c, record);
     const float rs = rope_scale(amax.rope);
-    const SharedDivisor by_rs(rs);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) {
-      record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_rope_scaled_e4m3<kDtype>(in.k_pe[i], by_rs);
-    }
+    encode_rope_scaled_e4m3<kDtype, kRopePerLane>(in.k_pe, rs, record + Spec::kRope.offset + lane * kRopePerLane);
     if (lane == 0) {
       store_f32(record + Spec::kRopeScale.offset, rs);
       zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);

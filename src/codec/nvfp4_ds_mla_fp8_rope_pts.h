@@ -33,11 +33,7 @@ struct CodecNvfp4DsMlaFp8RopePts {
       *sbyte = encode_nvfp4_group_two_level(x, st, group_codes(record, lane));
     }
     const float rs = rope_scale(amax.rope);
-    const SharedDivisor by_rs(rs);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) {
-      record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_rope_scaled_e4m3<kDtype>(in.k_pe[i], by_rs);
-    }
+    encode_rope_scaled_e4m3<kDtype, kRopePerLane>(in.k_pe, rs, record + Spec::kRope.offset + lane * kRopePerLane);
     if (lane == 0) {
       store_f32(record + Spec::kRopeScale.offset, rs);
       store_f32(record + Spec::kTokenScale.offset, st);

@@ -22,12 +22,12 @@ struct CodecRaw16 {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
-    MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i) {
-      store_u16(record + Spec::kLatent.offset + 2 * (lane * kLatentPerLane + i), in.kv_c[i]);
-    }
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), in.k_pe[i]);
+    const auto* latent = reinterpret_cast<const std::uint8_t*>(in.kv_c);
+    std::uint8_t* dst = record + Spec::kLatent.offset + 2 * lane * kLatentPerLane;
+    store_aligned<16>(dst, latent);
+    store_aligned<16>(dst + 16, latent + 16);
+    store_aligned<2 * kRopePerLane>(record + Spec::kRope.offset + 2 * lane * kRopePerLane,
+                                    reinterpret_cast<const std::uint8_t*>(in.k_pe));
   }
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA reader: one warp per output row. The warp loads the row's record into
+// CUDA reader: one warp per group of output rows. The warp loads each row's record into
 // shared memory with 16-byte loads, each lane decodes its 16 latent and 2 RoPE
 // values with the shared codec and stores them as float32 or bf16. Rows
 // without a valid slot (-1, past capacity, past a sequence's length) are zeros.
@@ -45,35 +45,49 @@ __device__ __forceinline__ void store_values(Out* dst, const float* values) {
   }
 }
 
+// Each warp decodes kRowsPerWarp rows, loading all their records before
+// decoding any, so more bytes are in flight per warp (the record load depends
+// on the slot load, which would otherwise leave the warp waiting twice).
+constexpr int kRowsPerWarp = 4;
+
 template <class Codec, class Out, bool kVector>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_kernel(const kernels::GatherParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
-  __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
+  __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock][kRowsPerWarp];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (row >= p.num_rows) return;
+  const std::int64_t first_row = (static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp) * kRowsPerWarp;
+  if (first_row >= p.num_rows) return;
 
-  float kv_c[codec::kLatentPerLane] = {};
-  float k_pe[codec::kRopePerLane] = {};
-  const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
-  if (kernels::slot_in_range(p.cache, slot)) {  // warp-uniform
-    std::uint8_t* smem_record = smem_records[warp].bytes;
-    warp_copy16<kRecordBytes>(smem_record, kernels::record_address(p.cache, slot), lane);
-    __syncwarp();
-    codec::DecodeParams params = p.decode;
-    if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-    Codec::decode_lane(lane, smem_record, params, kv_c, k_pe);
+  bool valid[kRowsPerWarp];
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+    const std::int64_t row = first_row + k;
+    const std::int64_t slot = row < p.num_rows ? kernels::row_slot(p.source, p.cache, row) : -1;
+    valid[k] = kernels::slot_in_range(p.cache, slot);  // warp-uniform
+    if (valid[k]) warp_copy16<kRecordBytes>(smem_records[warp][k].bytes, kernels::record_address(p.cache, slot), lane);
   }
-  store_values<Out, codec::kLatentPerLane, kVector>(
-      static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + lane * codec::kLatentPerLane, kv_c);
-  store_values<Out, codec::kRopePerLane, false>(
-      static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + lane * codec::kRopePerLane, k_pe);
+  __syncwarp();
+  codec::DecodeParams params = p.decode;
+  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+    const std::int64_t row = first_row + k;
+    if (row >= p.num_rows) break;
+    float kv_c[codec::kLatentPerLane] = {};
+    float k_pe[codec::kRopePerLane] = {};
+    if (valid[k]) Codec::decode_lane(lane, smem_records[warp][k].bytes, params, kv_c, k_pe);
+    store_values<Out, codec::kLatentPerLane, kVector>(
+        static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + lane * codec::kLatentPerLane, kv_c);
+    store_values<Out, codec::kRopePerLane, false>(
+        static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + lane * codec::kRopePerLane, k_pe);
+  }
 }
 
 template <class Codec, class Out>
 cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>((p.num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  constexpr std::int64_t kRowsPerBlock = kWarpsPerBlock * kRowsPerWarp;
+  const auto blocks = static_cast<unsigned>((p.num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector = reinterpret_cast<std::uintptr_t>(p.kv_c_out) % 16 == 0 &&
                       (p.stride_kv_c_out * static_cast<std::int64_t>(sizeof(Out))) % 16 == 0;
   if (vector) {

@@ -75,7 +75,7 @@ TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) 
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
 
-// SharedDivisor on the GPU (an FMA-corrected reciprocal product) gives the
+// with_divisor on the GPU (an FMA-corrected reciprocal product) gives the
 // E4M3 code of the correctly rounded quotient for every 16-bit input x and
 // every divisor mlakv derives from an amax a >= |x| of the same type: the
 // fp8_ds_mla tile scale max(a / 448, FLT_MIN) and the RoPE scale a * (1/448).
@@ -86,13 +86,14 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches) {
   if (!(a == a)) return;
   const float d = kTileScale ? fmaxf(div_rn(a, 448.0f), FLT_MIN) : a * kInvE4m3Max;
   if (d == 0.0f) return;  // the RoPE guard stores 0 without dividing
-  const SharedDivisor by_d(d);
   unsigned long long bad = 0;
-  for (std::uint32_t bits = threadIdx.x + blockIdx.x * blockDim.x; bits < 0x10000u; bits += gridDim.x * blockDim.x) {
-    const float x = load_input<kDtype>(static_cast<std::uint16_t>(bits));
-    if (fabsf(x) > a) continue;  // |x| <= amax by construction
-    bad += encode_e4m3(by_d.divide(x)) != encode_e4m3(__fdiv_rn(x, d));
-  }
+  with_divisor(d, [&](auto divide) {
+    for (std::uint32_t bits = threadIdx.x + blockIdx.x * blockDim.x; bits < 0x10000u; bits += gridDim.x * blockDim.x) {
+      const float x = load_input<kDtype>(static_cast<std::uint16_t>(bits));
+      if (fabsf(x) > a) continue;  // |x| <= amax by construction
+      bad += encode_e4m3(divide(x)) != encode_e4m3(__fdiv_rn(x, d));
+    }
+  });
   if (bad) atomicAdd(mismatches, bad);
 }
 
