@@ -68,14 +68,15 @@ MLAKV_HD float fold_amax(float amax, float x) { return max_ignoring_nan(amax, fa
 /// Divides many values by one positive divisor d: fn(divide) runs with a
 /// divide(x) that the CPU computes as x / d and the GPU as a product with
 /// r = RN(1/d) corrected by one FMA residual step (Markstein), which gives the
-/// correctly rounded quotient on the domains mlakv uses it for (an exhaustive
-/// GPU test proves it). Where r is 0 or inf (d = inf, or d tiny) the GPU
-/// divides too. The sign is copied from x so that -0 / d stays -0.
+/// correctly rounded quotient's E4M3 code on the domains mlakv uses it for (an
+/// exhaustive GPU test proves it). Below 2^-64 the residual of a quotient that
+/// still matters would underflow, so tiny (and infinite) divisors are divided
+/// exactly. The sign is copied from x so that -0 / d stays -0.
 template <class Fn>
 MLAKV_HD void with_divisor(float d, Fn&& fn) {
 #if defined(__CUDA_ARCH__)
-  const float r = div_rn(1.0f, d);
-  if (r != 0.0f && r != INFINITY) {
+  if (d >= 0x1p-64f && d < INFINITY) {
+    const float r = div_rn(1.0f, d);
     fn([d, r](float x) {
       const float q = x * r;
       return copysignf(fmaf(fmaf(-q, d, x), r, q), x);

@@ -80,7 +80,7 @@ TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) 
 // every divisor mlakv derives from an amax a >= |x| of the same type: the
 // fp8_ds_mla tile scale max(a / 448, FLT_MIN) and the RoPE scale a * (1/448).
 template <mlakv::codec::InputDtype kDtype, bool kTileScale>
-__global__ void count_divisor_mismatches(unsigned long long* mismatches) {
+__global__ void count_divisor_mismatches(unsigned long long* mismatches, std::uint32_t* example) {
   using namespace mlakv::codec;
   const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.y));  // non-negative amax patterns
   if (!(a == a)) return;
@@ -91,7 +91,10 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches) {
     for (std::uint32_t bits = threadIdx.x + blockIdx.x * blockDim.x; bits < 0x10000u; bits += gridDim.x * blockDim.x) {
       const float x = load_input<kDtype>(static_cast<std::uint16_t>(bits));
       if (fabsf(x) > a) continue;  // |x| <= amax by construction
-      bad += encode_e4m3(divide(x)) != encode_e4m3(__fdiv_rn(x, d));
+      if (encode_e4m3(divide(x)) != encode_e4m3(__fdiv_rn(x, d))) {
+        if (bad++ == 0 && atomicCAS(example, 0u, (blockIdx.y << 16) | bits | 0x80000000u) == 0u) {
+        }
+      }
     }
   });
   if (bad) atomicAdd(mismatches, bad);
@@ -100,15 +103,21 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches) {
 TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_domain) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  DeviceBuffer mismatches(sizeof(unsigned long long));
-  cudaMemset(mismatches.get(), 0, mismatches.bytes());
   const dim3 grid(16, 0x8000);  // x in the grid-stride loop, every non-negative amax pattern in y
-  count_divisor_mismatches<InputDtype::kBf16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  count_divisor_mismatches<InputDtype::kBf16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  count_divisor_mismatches<InputDtype::kFp16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  count_divisor_mismatches<InputDtype::kFp16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  MLAKV_CUDA_OK(cudaDeviceSynchronize());
-  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+  const auto run = [&](auto kernel, const char* name) {
+    DeviceBuffer mismatches(sizeof(unsigned long long)), example(sizeof(std::uint32_t));
+    cudaMemset(mismatches.get(), 0, mismatches.bytes());
+    cudaMemset(example.get(), 0, example.bytes());
+    kernel<<<grid, 256>>>(mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::uint32_t e = example.download<std::uint32_t>()[0];
+    EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
+        << name << ": e.g. amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", x bits 0x" << (e & 0xFFFF);
+  };
+  run(count_divisor_mismatches<InputDtype::kBf16, true>, "bf16 tile scale");
+  run(count_divisor_mismatches<InputDtype::kBf16, false>, "bf16 rope scale");
+  run(count_divisor_mismatches<InputDtype::kFp16, true>, "fp16 tile scale");
+  run(count_divisor_mismatches<InputDtype::kFp16, false>, "fp16 rope scale");
 }
 
 // --- writers ---
