@@ -3,6 +3,7 @@
 #pragma once
 
 #include "mlakv/capabilities.h"
+#include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"

@@ -165,3 +165,18 @@ def gather_records_paged(
         handle,
     )
     return out
+
+
+def _register_torch_ops() -> None:
+    """torch.ops.mlakv.* when torch is importable; importing mlakv never requires torch."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return
+    try:
+        from . import _torch_ops  # noqa: F401  (registration is the import's effect)
+    except (ImportError, OSError):  # a torch that cannot load: mlakv works without the ops
+        return
+
+
+_register_torch_ops()

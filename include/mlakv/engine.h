@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine seam: an MLA attention backend binds its cache writer once, at
+// construction, and the compact 368-byte record is used only when switched on.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mlakv/stream.h"
+#include "mlakv/tensor_view.h"
+
+namespace mlakv::engine {
+
+/// The targeted error of a build without the compact writer.
+inline constexpr std::string_view kCompactUnavailable =
+    "KV_FP8_ROPE=1 requires an mlakv build with concat_and_cache_nvfp4_mla_fp8_rope package API support";
+
+using StockWriter = void (*)(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                             const TensorView& slot_mapping, std::string_view kv_cache_dtype,
+                             const TensorView* scale, StreamHandle stream);
+using CompactWriter = void (*)(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                               const TensorView& slot_mapping, const TensorView* scale, bool per_token_scale,
+                               StreamHandle stream);
+
+/// Where a writer finds the functions it binds to. default_registry() is this
+/// build's; engines and tests may supply their own (e.g. one without the
+/// compact writer, to check that construction fails closed).
+class WriterRegistry {
+ public:
+  virtual ~WriterRegistry() = default;
+  [[nodiscard]] virtual StockWriter stock_writer() const = 0;
+  /// nullptr when this registry has no compact writer.
+  [[nodiscard]] virtual CompactWriter compact_writer() const = 0;
+};
+
+const WriterRegistry& default_registry();
+
+struct MlaKvCacheWriterConfig {
+  std::string kv_cache_dtype;   ///< the engine's string; "nvfp4_ds_mla" is the NVFP4 MLA cache
+  std::optional<bool> fp8_rope; ///< compact record requested; unset: the KV_FP8_ROPE env var == "1"
+  bool per_token_scale = false; ///< write the per-token-scale compact variant
+};
+
+/// Routes an MLA backend's cache writes: to the bound compact writer when the
+/// compact record is requested for an NVFP4 MLA cache (bound once, here), else
+/// to the stock writer with the engine's kv_cache_dtype. Construction throws
+/// mlakv::Error(kUnsupported, kCompactUnavailable) when the compact record is
+/// requested and the registry lacks it; there is no fallback.
+class MlaKvCacheWriter {
+ public:
+  explicit MlaKvCacheWriter(MlaKvCacheWriterConfig config, const WriterRegistry& registry = default_registry());
+
+  [[nodiscard]] bool compact() const noexcept { return compact_ != nullptr; }
+
+  /// Writes a step's tokens. An empty cache is a no-op (checked first); in
+  /// compact mode a kv_cache_dtype other than "nvfp4_ds_mla" throws before the
+  /// writer runs; k_pe (T, 1, 64) is squeezed and slot_mapping flattened; the
+  /// writer does every other check.
+  void update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+              const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* k_scale,
+              StreamHandle stream = nullptr) const;
+
+  /// The same routing for a gathered scratch cache (context-parallel decode).
+  void update_gathered(const TensorView& gathered_cache, const TensorView& kv_c, const TensorView& k_pe,
+                       const TensorView& slots, const TensorView* k_scale, StreamHandle stream = nullptr) const;
+
+ private:
+  MlaKvCacheWriterConfig config_;
+  StockWriter stock_;
+  CompactWriter compact_ = nullptr;
+};
+
+}  // namespace mlakv::engine

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// MlaKvCacheWriter and this build's writer registry.
+#include <cstdlib>
+#include <string>
+
+#include "mlakv/engine.h"
+#include "mlakv/error.h"
+#include "mlakv/kv_cache.h"
+
+namespace mlakv::engine {
+namespace {
+
+constexpr std::string_view kNvfp4CacheDtype = "nvfp4_ds_mla";
+
+class BuiltInRegistry final : public WriterRegistry {
+ public:
+  StockWriter stock_writer() const override { return &concat_and_cache_mla; }
+  CompactWriter compact_writer() const override { return &concat_and_cache_nvfp4_mla_fp8_rope; }
+};
+
+bool fp8_rope_from_env() {
+  const char* value = std::getenv("KV_FP8_ROPE");
+  return value != nullptr && std::string_view(value) == "1";
+}
+
+std::int64_t numel(const TensorView& v) {
+  std::int64_t n = 1;
+  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+  return n;
+}
+
+TensorView squeezed_k_pe(const TensorView& k_pe) {
+  if (k_pe.ndim != 3 || k_pe.shape[1] != 1) return k_pe;
+  TensorView v = k_pe;
+  v.ndim = 2;
+  v.shape[1] = k_pe.shape[2];
+  v.strides[1] = k_pe.strides[2];
+  return v;
+}
+
+// Any shape to 1-D when its elements are evenly strided (a (T, 1) column, a
+// contiguous block); otherwise unchanged, for the writer to reject.
+TensorView flattened(const TensorView& slots) {
+  if (slots.ndim == 1) return slots;
+  TensorView v = slots;
+  v.ndim = 1;
+  v.shape[0] = numel(slots);
+  v.strides[0] = 1;
+  std::int64_t expected = 1;
+  bool seen = false;
+  for (int d = slots.ndim - 1; d >= 0; --d) {
+    if (slots.shape[d] == 1) continue;
+    if (!seen) {
+      v.strides[0] = slots.strides[d];
+      expected = slots.strides[d];
+      seen = true;
+    } else if (slots.strides[d] != expected) {
+      return slots;
+    }
+    expected *= slots.shape[d];
+  }
+  return v;
+}
+
+}  // namespace
+
+const WriterRegistry& default_registry() {
+  static const BuiltInRegistry registry;
+  return registry;
+}
+
+MlaKvCacheWriter::MlaKvCacheWriter(MlaKvCacheWriterConfig config, const WriterRegistry& registry)
+    : config_(std::move(config)), stock_(registry.stock_writer()) {
+  const bool requested = config_.fp8_rope.value_or(fp8_rope_from_env());
+  if (requested && config_.kv_cache_dtype == kNvfp4CacheDtype) {
+    compact_ = registry.compact_writer();  // the only lookup; disabled writers never make it
+    if (compact_ == nullptr) throw Error(ErrorCode::kUnsupported, std::string(kCompactUnavailable));
+  }
+}
+
+void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                              const TensorView& slot_mapping, std::string_view kv_cache_dtype,
+                              const TensorView* k_scale, StreamHandle stream) const {
+  if (numel(kv_cache) == 0) return;
+  if (compact_ == nullptr) {
+    stock_(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, stream);
+    return;
+  }
+  if (kv_cache_dtype != kNvfp4CacheDtype) {
+    throw Error(ErrorCode::kValue, "KV_FP8_ROPE writer reached a non-NVFP4 cache: '" + std::string(kv_cache_dtype) + "'");
+  }
+  compact_(kv_c, squeezed_k_pe(k_pe), kv_cache, flattened(slot_mapping), k_scale, config_.per_token_scale, stream);
+}
+
+void MlaKvCacheWriter::update_gathered(const TensorView& gathered_cache, const TensorView& kv_c,
+                                       const TensorView& k_pe, const TensorView& slots, const TensorView* k_scale,
+                                       StreamHandle stream) const {
+  update(kv_c, k_pe, gathered_cache, slots, config_.kv_cache_dtype, k_scale, stream);
+}
+
+}  // namespace mlakv::engine
