@@ -340,11 +340,15 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> large = {65536, 1048576};
   std::vector<std::int64_t> small = {1, 8, 64, 256, 1024};
   bool quick = false;
+  std::vector<std::string> only_formats;
+  std::vector<std::string> ops = {"writer", "decode", "reader"};
   app.add_option("--json", json, "Write the measurements as JSON to this file");
   app.add_option("--commit", commit, "Commit the binary was built from, recorded in the JSON");
   app.add_option("--large", large, "Token counts of the flushed runs");
   app.add_option("--small", small, "Token counts of the CUDA-graph (decode) runs");
   app.add_flag("--quick", quick, "Fewer repeats");
+  app.add_option("--format", only_formats, "Only these format ids (default: all)");
+  app.add_option("--op", ops, "Which measurements: writer, decode, reader (default: all)");
   CLI11_PARSE(app, argc, argv);
 
   Bench b;
@@ -354,15 +358,22 @@ int main(int argc, char** argv) {
   std::printf("device: %s (%d SMs), mlakv %s, commit %s\n", prop.name, b.sms, mlakv::kVersion, commit.c_str());
   std::printf("%-7s %-26s %-10s %8s %-10s %10s %9s %10s %7s\n", "op", "format", "variant", "tokens", "slots", "us",
               "GB/s", "copy us", "x copy");
+  const auto wanted = [&](const mlakv::FormatInfo& info) {
+    return only_formats.empty() || std::find(only_formats.begin(), only_formats.end(), info.id) != only_formats.end();
+  };
+  const auto doing = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
   for (const auto& info : mlakv::formats()) {
+    if (!wanted(info) || !doing("writer")) continue;
     for (std::int64_t t : large) {
       for (bool random : {false, true}) bench_writer(b, info.format, t, random, false, t >= 1000000 ? 2 : 4);
     }
   }
   for (const auto& info : mlakv::formats()) {
+    if (!wanted(info) || !doing("decode")) continue;
     for (std::int64_t t : small) bench_writer(b, info.format, t, false, true, 8);
   }
   for (const auto& info : mlakv::formats()) {
+    if (!wanted(info) || !doing("reader")) continue;
     for (std::int64_t t : large) {
       for (bool random : {false, true}) bench_reader(b, info.format, t, random, t >= 1000000 ? 2 : 4);
     }

@@ -195,17 +195,43 @@ MLAKV_HD std::uint16_t encode_bf16(float x) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
-// Little-endian f32 field access; memcpy keeps it free of alignment demands.
+/// Loads n bytes from a source aligned to n (n = 2, 4, 8 or 16) as one access
+/// on the GPU, where records are 16-byte aligned; the CPU reader takes any
+/// cache alignment, so the host copies bytes.
+template <int kBytes>
+MLAKV_HD void load_aligned(std::uint8_t* dst, const std::uint8_t* src) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kBytes == 16) {
+    const uint4 v = *reinterpret_cast<const uint4*>(src);
+    memcpy(dst, &v, 16);
+  } else if constexpr (kBytes == 8) {
+    const uint2 v = *reinterpret_cast<const uint2*>(src);
+    memcpy(dst, &v, 8);
+  } else if constexpr (kBytes == 4) {
+    const unsigned v = *reinterpret_cast<const unsigned*>(src);
+    memcpy(dst, &v, 4);
+  } else if constexpr (kBytes == 2) {
+    const unsigned short v = *reinterpret_cast<const unsigned short*>(src);
+    memcpy(dst, &v, 2);
+  } else {
+    memcpy(dst, src, kBytes);
+  }
+#else
+  memcpy(dst, src, kBytes);
+#endif
+}
+
+// Little-endian fields; every f32 and 16-bit field of every record is naturally aligned.
 MLAKV_HD void store_f32(std::uint8_t* dst, float value) { memcpy(dst, &value, sizeof(float)); }
 MLAKV_HD float load_f32(const std::uint8_t* src) {
   float value;
-  memcpy(&value, src, sizeof(float));
+  load_aligned<sizeof(float)>(reinterpret_cast<std::uint8_t*>(&value), src);
   return value;
 }
 MLAKV_HD void store_u16(std::uint8_t* dst, std::uint16_t value) { memcpy(dst, &value, sizeof(value)); }
 MLAKV_HD std::uint16_t load_u16(const std::uint8_t* src) {
   std::uint16_t value;
-  memcpy(&value, src, sizeof(value));
+  load_aligned<sizeof(value)>(reinterpret_cast<std::uint8_t*>(&value), src);
   return value;
 }
 

@@ -44,8 +44,10 @@ struct CodecFp8DsMla {
                                    float* k_pe) {
     const float ts =
         load_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)));
+    std::uint8_t latent[kLatentPerLane];
+    load_aligned<kLatentPerLane>(latent, record + Spec::kLatent.offset + lane * kLatentPerLane);
     MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i) kv_c[i] = decode_e4m3(record[Spec::kLatent.offset + lane * kLatentPerLane + i]) * ts;
+    for (int i = 0; i < kLatentPerLane; ++i) kv_c[i] = decode_e4m3(latent[i]) * ts;
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
       const std::uint16_t bits = load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i));

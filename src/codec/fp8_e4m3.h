@@ -32,14 +32,14 @@ struct CodecFp8E4m3 {
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams& params, float* kv_c,
                                    float* k_pe) {
+    std::uint8_t latent[kLatentPerLane];
+    std::uint8_t rope[kRopePerLane];
+    load_aligned<kLatentPerLane>(latent, record + Spec::kLatent.offset + lane * kLatentPerLane);
+    load_aligned<kRopePerLane>(rope, record + Spec::kRope.offset + lane * kRopePerLane);
     MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i) {
-      kv_c[i] = decode_e4m3(record[Spec::kLatent.offset + lane * kLatentPerLane + i]) * params.k_scale;
-    }
+    for (int i = 0; i < kLatentPerLane; ++i) kv_c[i] = decode_e4m3(latent[i]) * params.k_scale;
     MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) {
-      k_pe[i] = decode_e4m3(record[Spec::kRope.offset + lane * kRopePerLane + i]) * params.k_scale;
-    }
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = decode_e4m3(rope[i]) * params.k_scale;
   }
 };
 

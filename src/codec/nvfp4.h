@@ -74,11 +74,22 @@ MLAKV_HD std::uint8_t encode_nvfp4_group_boosted(const float* x, std::uint8_t* p
 /// Decodes 16 values as (decode_E2M1(code) * scale) * outer_scale, the
 /// product order of ABI.md (the first product is exact).
 MLAKV_HD void decode_nvfp4_group(const std::uint8_t* packed, float scale, float outer_scale, float* out) {
-MLAKV_UNROLL
+  std::uint8_t bytes[kNvfp4GroupSize / 2];
+  load_aligned<kNvfp4GroupSize / 2>(bytes, packed);
+  MLAKV_UNROLL
   for (int i = 0; i < kNvfp4GroupSize / 2; ++i) {
-    out[2 * i] = decode_e2m1(packed[i] & 0xF) * scale * outer_scale;
-    out[2 * i + 1] = decode_e2m1(packed[i] >> 4) * scale * outer_scale;
+    out[2 * i] = decode_e2m1(bytes[i] & 0xF) * scale * outer_scale;
+    out[2 * i + 1] = decode_e2m1(bytes[i] >> 4) * scale * outer_scale;
   }
+}
+
+/// A lane's E4M3 RoPE bytes decoded and multiplied by `scale`.
+template <int kN>
+MLAKV_HD void decode_rope_e4m3(const std::uint8_t* codes, float scale, float* out) {
+  std::uint8_t bytes[kN];
+  load_aligned<kN>(bytes, codes);
+  MLAKV_UNROLL
+  for (int i = 0; i < kN; ++i) out[i] = decode_e4m3(bytes[i]) * scale;
 }
 
 }  // namespace mlakv::codec

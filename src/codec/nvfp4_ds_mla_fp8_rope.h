@@ -33,8 +33,7 @@ struct CodecNvfp4DsMlaFp8Rope {
                                    float* k_pe) {
     decode_latent_group(lane, record, 1.0f, 1.0f, kv_c);
     const float rs = load_f32(record + Spec::kRopeScale.offset);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = decode_e4m3(record[Spec::kRope.offset + lane * kRopePerLane + i]) * rs;
+    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
   }
 };
 

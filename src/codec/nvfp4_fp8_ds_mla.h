@@ -37,8 +37,7 @@ struct CodecNvfp4Fp8DsMla {
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
     decode_latent_group(lane, record, kNvfp4Fp8ScaleUnboost, 1.0f, kv_c);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = decode_e4m3(record[Spec::kRope.offset + lane * kRopePerLane + i]);
+    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, k_pe);
   }
 };
 

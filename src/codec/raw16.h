@@ -32,14 +32,17 @@ struct CodecRaw16 {
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
+    std::uint16_t latent[kLatentPerLane];
+    std::uint16_t rope[kRopePerLane];
+    const std::uint8_t* src = record + Spec::kLatent.offset + 2 * lane * kLatentPerLane;
+    load_aligned<16>(reinterpret_cast<std::uint8_t*>(latent), src);
+    load_aligned<16>(reinterpret_cast<std::uint8_t*>(latent) + 16, src + 16);
+    load_aligned<2 * kRopePerLane>(reinterpret_cast<std::uint8_t*>(rope),
+                                   record + Spec::kRope.offset + 2 * lane * kRopePerLane);
     MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i) {
-      kv_c[i] = load_input<kRecordDtype>(load_u16(record + Spec::kLatent.offset + 2 * (lane * kLatentPerLane + i)));
-    }
+    for (int i = 0; i < kLatentPerLane; ++i) kv_c[i] = load_input<kRecordDtype>(latent[i]);
     MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) {
-      k_pe[i] = load_input<kRecordDtype>(load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i)));
-    }
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = load_input<kRecordDtype>(rope[i]);
   }
 };
 

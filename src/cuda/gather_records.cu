@@ -48,24 +48,51 @@ __device__ __forceinline__ void store_values(Out* dst, const float* values) {
 // Each warp decodes kRowsPerWarp rows, loading all their records before
 // decoding any, so more bytes are in flight per warp (the record load depends
 // on the slot load, which would otherwise leave the warp waiting twice).
-constexpr int kRowsPerWarp = 4;
+constexpr int kRowsPerWarp = 2;
 
-template <class Codec, class Out, bool kVector>
+// kStaged: a bf16 [N, 576] row (k_pe_out right after kv_c_out, 16-byte aligned
+// rows) is assembled in shared memory and stored as whole 16-byte chunks, so
+// every store instruction writes contiguous sectors.
+template <class Codec, class Out, bool kVector, bool kStaged>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_kernel(const kernels::GatherParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  constexpr int kRowBytes = (codec::kLatentDim + codec::kRopeDim) * static_cast<int>(sizeof(Out));
+  __shared__ SmemRecord<kStaged ? kRowBytes : 16> smem_rows[kWarpsPerBlock];
+  constexpr int kChunks = kRecordBytes / 16;                             // 16-byte pieces of a record
+  constexpr int kChunksPerLane = (kChunks + kWarpSize - 1) / kWarpSize;  // 1..3
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock][kRowsPerWarp];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t first_row = (static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp) * kRowsPerWarp;
   if (first_row >= p.num_rows) return;
 
+  // Slots first, then every record load of every row with no branch between
+  // them (an invalid row reads record 0 and discards it), so all are in flight at once.
   bool valid[kRowsPerWarp];
+  const uint4* src[kRowsPerWarp];
 #pragma unroll
   for (int k = 0; k < kRowsPerWarp; ++k) {
     const std::int64_t row = first_row + k;
     const std::int64_t slot = row < p.num_rows ? kernels::row_slot(p.source, p.cache, row) : -1;
-    valid[k] = kernels::slot_in_range(p.cache, slot);  // warp-uniform
-    if (valid[k]) warp_copy16<kRecordBytes>(smem_records[warp][k].bytes, kernels::record_address(p.cache, slot), lane);
+    valid[k] = kernels::slot_in_range(p.cache, slot);
+    src[k] = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, valid[k] ? slot : 0));
+  }
+  uint4 chunks[kRowsPerWarp][kChunksPerLane];
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+#pragma unroll
+    for (int j = 0; j < kChunksPerLane; ++j) {
+      const int c = lane + j * kWarpSize;
+      if (c < kChunks) chunks[k][j] = __ldg(src[k] + c);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+#pragma unroll
+    for (int j = 0; j < kChunksPerLane; ++j) {
+      const int c = lane + j * kWarpSize;
+      if (c < kChunks) reinterpret_cast<uint4*>(smem_records[warp][k].bytes)[c] = chunks[k][j];
+    }
   }
   __syncwarp();
   codec::DecodeParams params = p.decode;
@@ -77,10 +104,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_ker
     float kv_c[codec::kLatentPerLane] = {};
     float k_pe[codec::kRopePerLane] = {};
     if (valid[k]) Codec::decode_lane(lane, smem_records[warp][k].bytes, params, kv_c, k_pe);
-    store_values<Out, codec::kLatentPerLane, kVector>(
-        static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + lane * codec::kLatentPerLane, kv_c);
-    store_values<Out, codec::kRopePerLane, false>(
-        static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + lane * codec::kRopePerLane, k_pe);
+    Out* out_row = static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out;
+    if constexpr (kStaged) {
+      Out* staged = reinterpret_cast<Out*>(smem_rows[warp].bytes);
+      store_values<Out, codec::kLatentPerLane, true>(staged + lane * codec::kLatentPerLane, kv_c);
+      store_values<Out, codec::kRopePerLane, false>(staged + codec::kLatentDim + lane * codec::kRopePerLane, k_pe);
+      __syncwarp();
+      warp_copy16<kRowBytes>(out_row, staged, lane);
+      __syncwarp();  // the staging row is rewritten for the next row
+    } else {
+      store_values<Out, codec::kLatentPerLane, kVector>(out_row + lane * codec::kLatentPerLane, kv_c);
+      store_values<Out, codec::kRopePerLane, false>(
+          static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + lane * codec::kRopePerLane, k_pe);
+    }
   }
 }
 
@@ -90,10 +126,18 @@ cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector = reinterpret_cast<std::uintptr_t>(p.kv_c_out) % 16 == 0 &&
                       (p.stride_kv_c_out * static_cast<std::int64_t>(sizeof(Out))) % 16 == 0;
+  const bool fused = static_cast<Out*>(p.k_pe_out) == static_cast<Out*>(p.kv_c_out) + codec::kLatentDim &&
+                     p.stride_k_pe_out == p.stride_kv_c_out;
+  if constexpr (sizeof(Out) == 2) {
+    if (vector && fused) {
+      decode_records_kernel<Codec, Out, true, true><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+      return cudaGetLastError();
+    }
+  }
   if (vector) {
-    decode_records_kernel<Codec, Out, true><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    decode_records_kernel<Codec, Out, true, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   } else {
-    decode_records_kernel<Codec, Out, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    decode_records_kernel<Codec, Out, false, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   }
   return cudaGetLastError();
 }
