@@ -145,3 +145,53 @@ MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::
 }
 
 }  // namespace mlakv::codec
+
+namespace mlakv::codec {
+
+/// The 16 values of group g as bf16 bits, for latents whose dequant scale is
+/// decode_E4M3(sbyte) * unboost with no outer scale (the 432, 368 and 352
+/// records). A product of an E2M1 and an E4M3 value has at most 5 significant
+/// bits, so it is exact in bf16: the GPU builds the E2M1 values as bf16 with
+/// byte permutes and multiplies in bf16x2; the CPU rounds the f32 product.
+/// Both give encode_bf16(decode_E2M1(code) * s); a GPU test checks every
+/// (code, scale byte) pair.
+MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float unboost, std::uint16_t* out) {
+  const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
+#if defined(__CUDA_ARCH__)
+  std::uint32_t words[2];
+  load_aligned<8>(reinterpret_cast<std::uint8_t*>(words), group_codes(record, g));
+  std::uint32_t pairs[8];
+  if (s != s) {  // scale byte 0x7F / 0xFF: every value is NaN, stored as 0x7FFF
+    MLAKV_UNROLL
+    for (int i = 0; i < 8; ++i) pairs[i] = 0x7FFF7FFFu;
+  } else {
+    const __nv_bfloat162 scale2 = __float2bfloat162_rn(s);  // exact: 4 significant bits
+    MLAKV_UNROLL
+    for (int w = 0; w < 2; ++w) {
+      const std::uint32_t codes = words[w];
+      const std::uint32_t mag = codes & 0x77777777u;
+      MLAKV_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        // bf16 of |E2M1| {0, .5, 1, 1.5, 2, 3, 4, 6}: high bytes and low bytes by lookup.
+        const std::uint32_t sel = half == 0 ? (mag & 0xFFFFu) : (mag >> 16);
+        const std::uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel);
+        const std::uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);
+        const std::uint32_t c = half == 0 ? codes : codes >> 16;  // this half's 4 codes in bits 0..15
+        const std::uint32_t sign01 = ((c << 12) & 0x8000u) | ((c << 24) & 0x80000000u);
+        const std::uint32_t sign23 = ((c << 4) & 0x8000u) | ((c << 16) & 0x80000000u);
+        const std::uint32_t v01 = __byte_perm(lo, hi, 0x5140) | sign01;
+        const std::uint32_t v23 = __byte_perm(lo, hi, 0x7362) | sign23;
+        pairs[4 * w + 2 * half] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(v01), scale2));
+        pairs[4 * w + 2 * half + 1] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(v23), scale2));
+      }
+    }
+  }
+  memcpy(out, pairs, sizeof(pairs));
+#else
+  float values[kNvfp4GroupSize];
+  decode_nvfp4_group(group_codes(record, g), s, 1.0f, values);
+  for (int i = 0; i < kNvfp4GroupSize; ++i) out[i] = encode_bf16(values[i]);
+#endif
+}
+
+}  // namespace mlakv::codec

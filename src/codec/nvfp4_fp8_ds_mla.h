@@ -34,6 +34,18 @@ struct CodecNvfp4Fp8DsMla {
     }
   }
 
+  /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
+  /// encode_bf16 of decode_lane's values.
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
+                                        std::uint16_t* kv_c, std::uint16_t* k_pe) {
+    decode_latent_group_bf16(lane, record, kNvfp4Fp8ScaleUnboost, kv_c);
+    float rope[kRopePerLane];
+    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, rope);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = encode_bf16(rope[i]);
+    (void)params;
+  }
+
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
     decode_latent_group(lane, record, kNvfp4Fp8ScaleUnboost, 1.0f, kv_c);

@@ -101,10 +101,24 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_ker
   for (int k = 0; k < kRowsPerWarp; ++k) {
     const std::int64_t row = first_row + k;
     if (row >= p.num_rows) break;
+    Out* out_row = static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out;
+    if constexpr (kStaged && requires { &Codec::decode_lane_bf16; }) {
+      // bf16 straight from the codes (codec::decode_latent_group_bf16).
+      std::uint16_t kv_bits[codec::kLatentPerLane] = {};
+      std::uint16_t pe_bits[codec::kRopePerLane] = {};
+      if (valid[k]) Codec::decode_lane_bf16(lane, smem_records[warp][k].bytes, params, kv_bits, pe_bits);
+      std::uint8_t* staged = smem_rows[warp].bytes;
+      codec::store_aligned<16>(staged + 32 * lane, reinterpret_cast<const std::uint8_t*>(kv_bits));
+      codec::store_aligned<16>(staged + 32 * lane + 16, reinterpret_cast<const std::uint8_t*>(kv_bits) + 16);
+      codec::store_aligned<4>(staged + 2 * codec::kLatentDim + 4 * lane, reinterpret_cast<const std::uint8_t*>(pe_bits));
+      __syncwarp();
+      warp_copy16<kRowBytes>(out_row, staged, lane);
+      __syncwarp();
+      continue;
+    }
     float kv_c[codec::kLatentPerLane] = {};
     float k_pe[codec::kRopePerLane] = {};
     if (valid[k]) Codec::decode_lane(lane, smem_records[warp][k].bytes, params, kv_c, k_pe);
-    Out* out_row = static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out;
     if constexpr (kStaged) {
       Out* staged = reinterpret_cast<Out*>(smem_rows[warp].bytes);
       store_values<Out, codec::kLatentPerLane, true>(staged + lane * codec::kLatentPerLane, kv_c);
