@@ -148,19 +148,20 @@ MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::
 
 namespace mlakv::codec {
 
-/// The 16 values of group g as bf16 bits, for latents whose dequant scale is
-/// decode_E4M3(sbyte) * unboost with no outer scale (the 432, 368 and 352
-/// records). A product of an E2M1 and an E4M3 value has at most 5 significant
-/// bits, so it is exact in bf16: the GPU builds the E2M1 values as bf16 with
-/// byte permutes and multiplies in bf16x2; the CPU rounds the f32 product.
-/// Both give encode_bf16(decode_E2M1(code) * s); a GPU test checks every
-/// (code, scale byte) pair.
-MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float unboost, std::uint16_t* out) {
+/// The 16 values of group g as bf16 bits: encode_bf16((decode_E2M1(code) * s)
+/// * outer_scale) with s = decode_E4M3(sbyte) * unboost, exactly as the CPU
+/// computes it. On the GPU the E2M1 values come from a byte-permute table; with
+/// no outer scale the products (at most 5 significant bits) are exact in bf16
+/// and computed as bf16x2, otherwise in f32 as on the CPU. A GPU test checks
+/// every (code, scale byte) pair.
+MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float unboost, float outer_scale,
+                                       std::uint16_t* out) {
   const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
 #if defined(__CUDA_ARCH__)
   std::uint32_t words[2];
   load_aligned<8>(reinterpret_cast<std::uint8_t*>(words), group_codes(record, g));
   std::uint32_t pairs[8];
+  const bool exact_bf16 = outer_scale == 1.0f;
   if (s != s) {  // scale byte 0x7F / 0xFF: every value is NaN, stored as 0x7FFF
     MLAKV_UNROLL
     for (int i = 0; i < 8; ++i) pairs[i] = 0x7FFF7FFFu;
@@ -177,19 +178,25 @@ MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float 
         const std::uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel);
         const std::uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);
         const std::uint32_t c = half == 0 ? codes : codes >> 16;  // this half's 4 codes in bits 0..15
-        const std::uint32_t sign01 = ((c << 12) & 0x8000u) | ((c << 24) & 0x80000000u);
-        const std::uint32_t sign23 = ((c << 4) & 0x8000u) | ((c << 16) & 0x80000000u);
-        const std::uint32_t v01 = __byte_perm(lo, hi, 0x5140) | sign01;
-        const std::uint32_t v23 = __byte_perm(lo, hi, 0x7362) | sign23;
-        pairs[4 * w + 2 * half] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(v01), scale2));
-        pairs[4 * w + 2 * half + 1] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(v23), scale2));
+        const std::uint32_t v[2] = {__byte_perm(lo, hi, 0x5140) | ((c << 12) & 0x8000u) | ((c << 24) & 0x80000000u),
+                                    __byte_perm(lo, hi, 0x7362) | ((c << 4) & 0x8000u) | ((c << 16) & 0x80000000u)};
+        MLAKV_UNROLL
+        for (int k = 0; k < 2; ++k) {
+          if (exact_bf16) {
+            pairs[4 * w + 2 * half + k] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(v[k]), scale2));
+          } else {
+            const float lo_value = __uint_as_float(v[k] << 16) * s * outer_scale;
+            const float hi_value = __uint_as_float(v[k] & 0xFFFF0000u) * s * outer_scale;
+            pairs[4 * w + 2 * half + k] = encode_bf16(lo_value) | (static_cast<std::uint32_t>(encode_bf16(hi_value)) << 16);
+          }
+        }
       }
     }
   }
   memcpy(out, pairs, sizeof(pairs));
 #else
   float values[kNvfp4GroupSize];
-  decode_nvfp4_group(group_codes(record, g), s, 1.0f, values);
+  decode_nvfp4_group(group_codes(record, g), s, outer_scale, values);
   for (int i = 0; i < kNvfp4GroupSize; ++i) out[i] = encode_bf16(values[i]);
 #endif
 }

@@ -41,6 +41,18 @@ struct CodecNvfp4DsMlaFp8RopePts {
     }
   }
 
+  /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
+  /// encode_bf16 of decode_lane's values.
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&,
+                                        std::uint16_t* kv_c, std::uint16_t* k_pe) {
+    decode_latent_group_bf16(lane, record, 1.0f, load_f32(record + Spec::kTokenScale.offset), kv_c);
+    float rope[kRopePerLane];
+    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane,
+                                   load_f32(record + Spec::kRopeScale.offset), rope);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = encode_bf16(rope[i]);
+  }
+
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
     decode_latent_group(lane, record, 1.0f, load_f32(record + Spec::kTokenScale.offset), kv_c);

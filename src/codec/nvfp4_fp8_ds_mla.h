@@ -38,7 +38,7 @@ struct CodecNvfp4Fp8DsMla {
   /// encode_bf16 of decode_lane's values.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, kNvfp4Fp8ScaleUnboost, kv_c);
+    decode_latent_group_bf16(lane, record, kNvfp4Fp8ScaleUnboost, 1.0f, kv_c);
     float rope[kRopePerLane];
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, rope);
     MLAKV_UNROLL

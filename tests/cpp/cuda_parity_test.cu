@@ -122,21 +122,24 @@ TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_doma
 
 // decode_latent_group_bf16 on the GPU (bf16 byte permutes and bf16x2
 // products) equals encode_bf16(decode_E2M1 * scale) for every code and scale
-// byte, with and without the 352 record's 2^-6 unboost.
+// byte, with and without the 352 record's 2^-6 unboost and with pts outer scales.
 __global__ void count_bf16_decode_mismatches(unsigned long long* mismatches) {
   using namespace mlakv::codec;
   alignas(16) std::uint8_t record[368] = {};
   const auto sbyte = static_cast<std::uint8_t>(threadIdx.x);
   const auto code = static_cast<std::uint8_t>(blockIdx.x);
-  const float unboost = blockIdx.y == 0 ? 1.0f : kNvfp4Fp8ScaleUnboost;
+  // y: 0 static, 1 the 352 unboost, 2.. per-token outer scales (pts), tiny to huge.
+  const float unboost = blockIdx.y == 1 ? kNvfp4Fp8ScaleUnboost : 1.0f;
+  const float outers[] = {1.0f, 1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f};
+  const float outer = outers[blockIdx.y];
   for (int i = 0; i < 8; ++i) record[i] = static_cast<std::uint8_t>(code | (((code + i) & 0xF) << 4));
   record[256] = sbyte;
   std::uint16_t got[16];
-  decode_latent_group_bf16(0, record, unboost, got);
+  decode_latent_group_bf16(0, record, unboost, outer, got);
   const float s = decode_e4m3(sbyte) * unboost;
   for (int j = 0; j < 16; ++j) {
     const std::uint8_t c = j % 2 == 0 ? code : static_cast<std::uint8_t>((code + j / 2) & 0xF);
-    if (got[j] != encode_bf16(decode_e2m1(c) * s)) atomicAdd(mismatches, 1ull);
+    if (got[j] != encode_bf16(decode_e2m1(c) * s * outer)) atomicAdd(mismatches, 1ull);
   }
 }
 
@@ -144,7 +147,7 @@ TEST(cuda_e2m1, bf16_decode_equals_the_f32_path_for_every_code_and_scale) {
   MLAKV_REQUIRE_GPU();
   DeviceBuffer mismatches(sizeof(unsigned long long));
   cudaMemset(mismatches.get(), 0, mismatches.bytes());
-  count_bf16_decode_mismatches<<<dim3(16, 2), 256>>>(mismatches.get<unsigned long long>());
+  count_bf16_decode_mismatches<<<dim3(16, 6), 256>>>(mismatches.get<unsigned long long>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
