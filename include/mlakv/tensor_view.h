@@ -32,6 +32,9 @@ struct TensorView {
   Device device = {};
 };
 
+/// Number of elements (the product of the shape; 1 for a 0-d view).
+std::int64_t numel(const TensorView& view) noexcept;
+
 /// Bytes per element of a dtype (0 for kOther).
 int dtype_size(DType dtype) noexcept;
 /// "bf16", "fp16", "float32", "uint8", "int64", ...; "other" for kOther.

@@ -58,34 +58,42 @@ void on_cuda_device(const api::Check& check, const Device& device, Launch&& laun
 }
 #endif
 
-void run_write(const api::Check& check, const kernels::WriteParams& params, const Device& device,
-               StreamHandle stream) {
-  if (params.num_tokens == 0) return;
+void run_cpu(const kernels::WriteParams& params) { cpu::write_records(params); }
+void run_cpu(const kernels::GatherParams& params) { cpu::gather_records(params); }
+#if MLAKV_WITH_CUDA
+cudaError_t run_cuda(const kernels::WriteParams& params, StreamHandle stream) {
+  return cuda::write_records(params, stream);
+}
+cudaError_t run_cuda(const kernels::GatherParams& params, StreamHandle stream) {
+  return cuda::gather_records(params, stream);
+}
+#endif
+
+// Runs validated params on the backend of the arrays' device; `items` = 0 is a no-op.
+template <class Params>
+void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device,
+         StreamHandle stream) {
+  if (items == 0) return;
   if (device.type == DeviceType::kCpu) {
-    cpu::write_records(params);
+    run_cpu(params);
     return;
   }
 #if MLAKV_WITH_CUDA
-  on_cuda_device(check, device, [&] { return cuda::write_records(params, stream); });
+  on_cuda_device(check, device, [&] { return run_cuda(params, stream); });
 #else
   (void)check;
   (void)stream;
 #endif
 }
 
+void run_write(const api::Check& check, const kernels::WriteParams& params, const Device& device,
+               StreamHandle stream) {
+  run(check, params, params.num_tokens, device, stream);
+}
+
 void run_gather(const api::Check& check, const kernels::GatherParams& params, const Device& device,
                 StreamHandle stream) {
-  if (params.num_rows == 0) return;
-  if (device.type == DeviceType::kCpu) {
-    cpu::gather_records(params);
-    return;
-  }
-#if MLAKV_WITH_CUDA
-  on_cuda_device(check, device, [&] { return cuda::gather_records(params, stream); });
-#else
-  (void)check;
-  (void)stream;
-#endif
+  run(check, params, params.num_rows, device, stream);
 }
 
 }  // namespace

@@ -7,6 +7,12 @@
 
 namespace mlakv {
 
+std::int64_t numel(const TensorView& view) noexcept {
+  std::int64_t n = 1;
+  for (int d = 0; d < view.ndim; ++d) n *= view.shape[d];
+  return n;
+}
+
 int dtype_size(DType dtype) noexcept {
   switch (dtype) {
     case DType::kUInt8:

@@ -25,12 +25,6 @@ struct Named {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-std::int64_t numel(const TensorView& v) {
-  std::int64_t n = 1;
-  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
-  return n;
-}
-
 // Every tensor on one device, and one this build has a backend for.
 Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
   const Named& first = *tensors.begin();

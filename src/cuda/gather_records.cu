@@ -12,11 +12,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-template <int kBytes>
-struct SmemRecord {
-  alignas(16) std::uint8_t bytes[kBytes];
-};
-
 template <class Out>
 __device__ __forceinline__ Out to_out(float v) {
   if constexpr (sizeof(Out) == sizeof(float)) {

@@ -8,6 +8,12 @@ namespace mlakv::cuda {
 
 inline constexpr int kWarpSize = 32;
 
+/// A record (or staged row) in shared memory, aligned for 16-byte accesses.
+template <int kBytes>
+struct SmemRecord {
+  alignas(16) std::uint8_t bytes[kBytes];
+};
+
 /// fmaxf over aligned groups of kWidth lanes (a butterfly: every lane gets the result).
 template <int kWidth>
 __device__ __forceinline__ float warp_group_max(float v) {

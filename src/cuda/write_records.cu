@@ -12,11 +12,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-template <int kBytes>
-struct SmemRecord {
-  alignas(16) std::uint8_t bytes[kBytes];
-};
-
 // Lane l's 16 latent values are bytes [32l, 32l + 32) of the row: two 16-byte
 // loads when the row allows it, else eight 4-byte loads (rows are only
 // guaranteed 4-byte aligned).

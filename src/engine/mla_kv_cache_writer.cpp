@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "api/validate.h"
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/kv_cache.h"
@@ -21,21 +22,6 @@ class BuiltInRegistry final : public WriterRegistry {
 bool fp8_rope_from_env() {
   const char* value = std::getenv("KV_FP8_ROPE");
   return value != nullptr && std::string_view(value) == "1";
-}
-
-std::int64_t numel(const TensorView& v) {
-  std::int64_t n = 1;
-  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
-  return n;
-}
-
-TensorView squeezed_k_pe(const TensorView& k_pe) {
-  if (k_pe.ndim != 3 || k_pe.shape[1] != 1) return k_pe;
-  TensorView v = k_pe;
-  v.ndim = 2;
-  v.shape[1] = k_pe.shape[2];
-  v.strides[1] = k_pe.strides[2];
-  return v;
 }
 
 // Any shape to 1-D when its elements are evenly strided (a (T, 1) column, a
@@ -89,7 +75,7 @@ void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, co
   if (kv_cache_dtype != kNvfp4CacheDtype) {
     throw Error(ErrorCode::kValue, "KV_FP8_ROPE writer reached a non-NVFP4 cache: '" + std::string(kv_cache_dtype) + "'");
   }
-  compact_(kv_c, squeezed_k_pe(k_pe), kv_cache, flattened(slot_mapping), k_scale, config_.per_token_scale, stream);
+  compact_(kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache, flattened(slot_mapping), k_scale, config_.per_token_scale, stream);
 }
 
 void MlaKvCacheWriter::update_gathered(const TensorView& gathered_cache, const TensorView& kv_c,
