@@ -32,13 +32,13 @@ using mlakv::DType;
 using mlakv::Format;
 using mlakv::TensorView;
 
-#define CHECK_CUDA(call)                                                                           \
-  do {                                                                                             \
-    const cudaError_t status_ = (call);                                                            \
-    if (status_ != cudaSuccess) {                                                                  \
+#define CHECK_CUDA(call)                                                                               \
+  do {                                                                                                 \
+    const cudaError_t status_ = (call);                                                                \
+    if (status_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+      std::exit(1);                                                                                    \
+    }                                                                                                  \
   } while (0)
 
 struct Device {
@@ -49,7 +49,9 @@ struct Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   template <class T = std::uint8_t>
-  T* get() const { return static_cast<T*>(ptr); }
+  T* get() const {
+    return static_cast<T*>(ptr);
+  }
 };
 
 __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
@@ -71,8 +73,8 @@ __global__ void read_kernel(const uint4* __restrict__ src, std::size_t n, unsign
 // The one-block-per-token structure of today's compact writer (b12x), re-created
 // for comparison: 128 threads per token, 32 encode one NVFP4 group each, one
 // lane does the whole RoPE; byte stores straight to the cache.
-__global__ void one_block_per_token_368(const std::uint16_t* kv_c, const std::uint16_t* k_pe,
-                                        const std::int64_t* slots, std::uint8_t* cache, std::int64_t tokens) {
+__global__ void one_block_per_token_368(const std::uint16_t* kv_c, const std::uint16_t* k_pe, const std::int64_t* slots,
+                                        std::uint8_t* cache, std::int64_t tokens) {
   using namespace mlakv::codec;
   using Spec = mlakv::format::FormatNvfp4DsMlaFp8Rope;
   const std::int64_t t = blockIdx.x;
@@ -185,7 +187,8 @@ struct Bench {
     auto kernel_launch = [&](int rep) {
       const std::size_t vec = n / 16;
       const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((vec + 255) / 256, std::size_t(sms) * 16));
-      copy16_kernel<<<std::max(1u, blocks), 256, 0, stream>>>(src[rep % sets]->get<uint4>(), dst[rep % sets]->get<uint4>(), vec);
+      copy16_kernel<<<std::max(1u, blocks), 256, 0, stream>>>(src[rep % sets]->get<uint4>(),
+                                                              dst[rep % sets]->get<uint4>(), vec);
     };
     if (graph) return std::min(time_graph(memcpy_launch, launches), time_graph(kernel_launch, launches));
     return std::min(time_launches(memcpy_launch), time_launches(kernel_launch));
@@ -202,7 +205,8 @@ std::vector<Result> g_results;
 
 void report(Result r) {
   std::printf("%-7s %-26s %-10s %8lld %-10s %10.2f %9.1f %10.2f %7.2f\n", r.op.c_str(), r.format.c_str(),
-              r.variant.c_str(), static_cast<long long>(r.tokens), r.slots.c_str(), r.us, r.gbps, r.copy_us, r.fraction);
+              r.variant.c_str(), static_cast<long long>(r.tokens), r.slots.c_str(), r.us, r.gbps, r.copy_us,
+              r.fraction);
   std::fflush(stdout);
   g_results.push_back(std::move(r));
 }
@@ -271,7 +275,8 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
     auto baseline = [&](int rep) {
       const WriterSet& w = s[rep % sets];
       one_block_per_token_368<<<static_cast<unsigned>(tokens), 128, 0, b.stream>>>(
-          w.kv_c->get<std::uint16_t>(), w.k_pe->get<std::uint16_t>(), w.slots->get<std::int64_t>(), w.cache->get(), tokens);
+          w.kv_c->get<std::uint16_t>(), w.k_pe->get<std::uint16_t>(), w.slots->get<std::int64_t>(), w.cache->get(),
+          tokens);
     };
     const double base_us = b.time_launches(baseline);
     report({"writer", "368 one-block-per-token", random ? "random" : "contiguous", "baseline", tokens, base_us,
@@ -302,7 +307,8 @@ void bench_reader(Bench& b, Format format, std::int64_t tokens, bool random, int
     kv.strides[0] = 576;
     TensorView pe = mlakv::make_view(outs[i]->get() + 1024, DType::kBFloat16, {tokens, 64}, cuda);
     pe.strides[0] = 576;
-    mlakv::gather_records(format, mlakv::make_view(s[i].cache->ptr, DType::kUInt8, {1, tokens, info.record_bytes}, cuda),
+    mlakv::gather_records(format,
+                          mlakv::make_view(s[i].cache->ptr, DType::kUInt8, {1, tokens, info.record_bytes}, cuda),
                           mlakv::make_view(s[i].slots->ptr, DType::kInt64, {tokens}, cuda), kv, pe, options, b.stream);
   };
   const std::size_t bytes = static_cast<std::size_t>(tokens) * (info.record_bytes + 8 + 1152);

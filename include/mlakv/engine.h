@@ -17,8 +17,8 @@ inline constexpr std::string_view kCompactUnavailable =
     "KV_FP8_ROPE=1 requires an mlakv build with concat_and_cache_nvfp4_mla_fp8_rope package API support";
 
 using StockWriter = void (*)(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
-                             const TensorView& slot_mapping, std::string_view kv_cache_dtype,
-                             const TensorView* scale, StreamHandle stream);
+                             const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* scale,
+                             StreamHandle stream);
 using CompactWriter = void (*)(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
                                const TensorView& slot_mapping, const TensorView* scale, bool per_token_scale,
                                StreamHandle stream);
@@ -37,9 +37,9 @@ class WriterRegistry {
 const WriterRegistry& default_registry();
 
 struct MlaKvCacheWriterConfig {
-  std::string kv_cache_dtype;   ///< the engine's string; "nvfp4_ds_mla" is the NVFP4 MLA cache
-  std::optional<bool> fp8_rope; ///< compact record requested; unset: the KV_FP8_ROPE env var == "1"
-  bool per_token_scale = false; ///< write the per-token-scale compact variant
+  std::string kv_cache_dtype;    ///< the engine's string; "nvfp4_ds_mla" is the NVFP4 MLA cache
+  std::optional<bool> fp8_rope;  ///< compact record requested; unset: the KV_FP8_ROPE env var == "1"
+  bool per_token_scale = false;  ///< write the per-token-scale compact variant
 };
 
 /// Routes an MLA backend's cache writes: to the bound compact writer when the

@@ -36,8 +36,7 @@ void concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c,          // [>=
                                          const TensorView& k_pe,          // [>=T, 64], kv_c's dtype
                                          const TensorView& kv_cache,      // [num_blocks, block_size, 368] uint8
                                          const TensorView& slot_mapping,  // [T] int64, contiguous
-                                         const TensorView* scale = nullptr,
-                                         bool per_token_scale = false,
+                                         const TensorView* scale = nullptr, bool per_token_scale = false,
                                          StreamHandle stream = nullptr);
 
 /// Writes records of an explicit format; the two entry points above resolve
@@ -49,7 +48,6 @@ void write_records(Format format,
                    const TensorView& k_pe,          // [>=T, 64], kv_c's dtype
                    const TensorView& kv_cache,      // [num_blocks, block_size, record_bytes] uint8
                    const TensorView& slot_mapping,  // [T] int64, contiguous
-                   const TensorView* scale = nullptr,
-                   StreamHandle stream = nullptr);
+                   const TensorView* scale = nullptr, StreamHandle stream = nullptr);
 
 }  // namespace mlakv

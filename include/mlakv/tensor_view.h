@@ -8,7 +8,17 @@
 namespace mlakv {
 
 enum class DType : std::uint8_t {
-  kBFloat16, kFloat16, kFloat32, kFloat64, kUInt8, kInt8, kUInt16, kInt16, kInt32, kInt64, kOther
+  kBFloat16,
+  kFloat16,
+  kFloat32,
+  kFloat64,
+  kUInt8,
+  kInt8,
+  kUInt16,
+  kInt16,
+  kInt32,
+  kInt64,
+  kOther
 };
 enum class DeviceType : std::uint8_t { kCpu, kCuda, kOther };
 
@@ -41,7 +51,6 @@ int dtype_size(DType dtype) noexcept;
 const char* dtype_name(DType dtype) noexcept;
 
 /// A dense row-major view of `data`; a convenience for C++ callers and tests.
-TensorView make_view(void* data, DType dtype, std::initializer_list<std::int64_t> shape,
-                     Device device = {});
+TensorView make_view(void* data, DType dtype, std::initializer_list<std::int64_t> shape, Device device = {});
 
 }  // namespace mlakv

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import _mlakv
-from ._arrays import empty, export as export_cache, input_array, output_array, scale_array, slot_array, stream_handle
+from ._arrays import empty, input_array, output_array, scale_array, slot_array, stream_handle
+from ._arrays import export as export_cache
 
 __version__: str = _mlakv.__version__
 

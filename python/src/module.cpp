@@ -16,8 +16,8 @@ using namespace nb::literals;
 namespace mlakv::python {
 namespace {
 
-using Array = nb::ndarray<nb::ro>;    // read: inputs, slots, scale
-using OutArray = nb::ndarray<>;       // written: caches and outputs
+using Array = nb::ndarray<nb::ro>;  // read: inputs, slots, scale
+using OutArray = nb::ndarray<>;     // written: caches and outputs
 using Tag = std::optional<std::string>;
 
 std::optional<TensorView> optional_view(const std::optional<Array>& array) {
@@ -44,8 +44,8 @@ void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array
   const TensorView slot_view = to_view(slot_mapping);
   const std::optional<TensorView> scale_view = optional_view(scale);
   nb::gil_scoped_release release;
-  concat_and_cache_mla(kv_c_view, k_pe_view, cache_view, slot_view, kv_cache_dtype,
-                       scale_view ? &*scale_view : nullptr, to_stream(stream));
+  concat_and_cache_mla(kv_c_view, k_pe_view, cache_view, slot_view, kv_cache_dtype, scale_view ? &*scale_view : nullptr,
+                       to_stream(stream));
 }
 
 void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
@@ -58,13 +58,13 @@ void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_t
   const TensorView slot_view = to_view(slot_mapping);
   const std::optional<TensorView> scale_view = optional_view(scale);
   nb::gil_scoped_release release;
-  concat_and_cache_nvfp4_mla_fp8_rope(kv_c_view, k_pe_view, cache_view, slot_view,
-                                      scale_view ? &*scale_view : nullptr, per_token_scale, to_stream(stream));
+  concat_and_cache_nvfp4_mla_fp8_rope(kv_c_view, k_pe_view, cache_view, slot_view, scale_view ? &*scale_view : nullptr,
+                                      per_token_scale, to_stream(stream));
 }
 
-void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots,
-                       const OutArray& kv_c_out, const OutArray& k_pe_out, const Tag& out_tag,
-                       const std::optional<Array>& scale, const std::string& rope_dtype, std::uintptr_t stream) {
+void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots, const OutArray& kv_c_out,
+                       const OutArray& k_pe_out, const Tag& out_tag, const std::optional<Array>& scale,
+                       const std::string& rope_dtype, std::uintptr_t stream) {
   const Format parsed = parse_format(format);
   const TensorView cache_view = to_view(kv_cache);
   const TensorView slot_view = to_view(slots);
@@ -139,16 +139,15 @@ NB_MODULE(_mlakv, m) {
   using namespace mlakv::python;
   register_error_translator();
   m.attr("__version__") = mlakv::kVersion;
-  m.def("concat_and_cache_mla", &py_concat_and_cache_mla, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a,
-        "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
-  m.def("concat_and_cache_nvfp4_mla_fp8_rope", &py_concat_and_cache_nvfp4_mla_fp8_rope, "kv_c"_a,
-        "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "scale"_a.none(),
-        "per_token_scale"_a, "stream"_a);
+  m.def("concat_and_cache_mla", &py_concat_and_cache_mla, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(),
+        "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
+  m.def("concat_and_cache_nvfp4_mla_fp8_rope", &py_concat_and_cache_nvfp4_mla_fp8_rope, "kv_c"_a, "kv_c_tag"_a.none(),
+        "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "scale"_a.none(), "per_token_scale"_a,
+        "stream"_a);
   m.def("gather_records", &py_gather_records, "format"_a, "kv_cache"_a, "slots"_a, "kv_c_out"_a, "k_pe_out"_a,
         "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
   m.def("gather_records_paged", &py_gather_records_paged, "format"_a, "kv_cache"_a, "block_table"_a, "seq_lens"_a,
-        "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a,
-        "stream"_a);
+        "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
   m.def("formats", &py_formats);
   m.def("capabilities", &py_capabilities);
 }

@@ -45,9 +45,15 @@ TensorView view_of(const Array& array, const std::optional<std::string>& reinter
     view.strides[d] = array.stride(d);
   }
   switch (array.device_type()) {
-    case nb::device::cpu::value: view.device = {DeviceType::kCpu, 0}; break;
-    case nb::device::cuda::value: view.device = {DeviceType::kCuda, array.device_id()}; break;
-    default: view.device = {DeviceType::kOther, array.device_id()}; break;
+    case nb::device::cpu::value:
+      view.device = {DeviceType::kCpu, 0};
+      break;
+    case nb::device::cuda::value:
+      view.device = {DeviceType::kCuda, array.device_id()};
+      break;
+    default:
+      view.device = {DeviceType::kOther, array.device_id()};
+      break;
   }
   return view;
 }

@@ -14,9 +14,12 @@ std::string shape_string(const TensorView& view) {
 
 std::string device_string(const Device& device) {
   switch (device.type) {
-    case DeviceType::kCpu: return "cpu";
-    case DeviceType::kCuda: return "cuda:" + std::to_string(device.index);
-    case DeviceType::kOther: break;
+    case DeviceType::kCpu:
+      return "cpu";
+    case DeviceType::kCuda:
+      return "cuda:" + std::to_string(device.index);
+    case DeviceType::kOther:
+      break;
   }
   return "unknown device";
 }

@@ -38,7 +38,8 @@ Format resolve_engine_dtype(const api::Check& check, std::string_view kv_cache_d
     accepted += ", ";
     accepted += e.name;
   }
-  check.fail(ErrorCode::kValue, "kv_cache_dtype", "must be one of " + accepted, "'" + std::string(kv_cache_dtype) + "'");
+  check.fail(ErrorCode::kValue, "kv_cache_dtype", "must be one of " + accepted,
+             "'" + std::string(kv_cache_dtype) + "'");
 }
 
 #if MLAKV_WITH_CUDA
@@ -71,8 +72,7 @@ cudaError_t run_cuda(const kernels::GatherParams& params, StreamHandle stream) {
 
 // Runs validated params on the backend of the arrays' device; `items` = 0 is a no-op.
 template <class Params>
-void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device,
-         StreamHandle stream) {
+void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device, StreamHandle stream) {
   if (items == 0) return;
   if (device.type == DeviceType::kCpu) {
     run_cpu(params);
@@ -86,8 +86,7 @@ void run(const api::Check& check, const Params& params, std::int64_t items, cons
 #endif
 }
 
-void run_write(const api::Check& check, const kernels::WriteParams& params, const Device& device,
-               StreamHandle stream) {
+void run_write(const api::Check& check, const kernels::WriteParams& params, const Device& device, StreamHandle stream) {
   run(check, params, params.num_tokens, device, stream);
 }
 
@@ -101,8 +100,7 @@ void run_gather(const api::Check& check, const kernels::GatherParams& params, co
 void write_records(Format format, const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
                    const TensorView& slot_mapping, const TensorView* scale, StreamHandle stream) {
   const api::Check check("write_records", format_info(format).id);
-  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device,
-            stream);
+  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device, stream);
 }
 
 void concat_and_cache_mla(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
@@ -118,19 +116,18 @@ void concat_and_cache_mla(const TensorView& kv_c, const TensorView& k_pe, const 
 }
 
 void concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
-                                         const TensorView& slot_mapping, const TensorView* scale,
-                                         bool per_token_scale, StreamHandle stream) {
+                                         const TensorView& slot_mapping, const TensorView* scale, bool per_token_scale,
+                                         StreamHandle stream) {
   const Format format = per_token_scale ? Format::kNvfp4DsMlaFp8RopePts : Format::kNvfp4DsMlaFp8Rope;
   const api::Check check("concat_and_cache_nvfp4_mla_fp8_rope", format_info(format).id);
-  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device,
-            stream);
+  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device, stream);
 }
 
 void gather_records(Format format, const TensorView& kv_cache, const TensorView& slots, const TensorView& kv_c_out,
                     const TensorView& k_pe_out, const GatherOptions& options, StreamHandle stream) {
   const api::Check check("gather_records", format_info(format).id);
-  run_gather(check, api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options),
-             kv_cache.device, stream);
+  run_gather(check, api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options), kv_cache.device,
+             stream);
 }
 
 void gather_records_paged(Format format, const TensorView& kv_cache, const TensorView& block_table,
@@ -138,8 +135,8 @@ void gather_records_paged(Format format, const TensorView& kv_cache, const Tenso
                           const TensorView& k_pe_out, const GatherOptions& options, StreamHandle stream) {
   const api::Check check("gather_records_paged", format_info(format).id);
   run_gather(check,
-             api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out,
-                                        k_pe_out, options),
+             api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out, k_pe_out,
+                                        options),
              kv_cache.device, stream);
 }
 

@@ -16,33 +16,49 @@ std::int64_t numel(const TensorView& view) noexcept {
 int dtype_size(DType dtype) noexcept {
   switch (dtype) {
     case DType::kUInt8:
-    case DType::kInt8: return 1;
+    case DType::kInt8:
+      return 1;
     case DType::kBFloat16:
     case DType::kFloat16:
     case DType::kUInt16:
-    case DType::kInt16: return 2;
+    case DType::kInt16:
+      return 2;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+      return 4;
     case DType::kFloat64:
-    case DType::kInt64: return 8;
-    case DType::kOther: break;
+    case DType::kInt64:
+      return 8;
+    case DType::kOther:
+      break;
   }
   return 0;
 }
 
 const char* dtype_name(DType dtype) noexcept {
   switch (dtype) {
-    case DType::kBFloat16: return "bf16";
-    case DType::kFloat16: return "fp16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kInt8: return "int8";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt16: return "int16";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kOther: break;
+    case DType::kBFloat16:
+      return "bf16";
+    case DType::kFloat16:
+      return "fp16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt16:
+      return "int16";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kOther:
+      break;
   }
   return "other";
 }

@@ -29,10 +29,10 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
   const Named& first = *tensors.begin();
   for (const Named& t : tensors) {
-    check.require(t.view->device == first.view->device, ErrorCode::kDevice, t.name,
-                  "must be on the same device as " + std::string(first.name) + " (" +
-                      device_string(first.view->device) + ")",
-                  device_string(t.view->device));
+    check.require(
+        t.view->device == first.view->device, ErrorCode::kDevice, t.name,
+        "must be on the same device as " + std::string(first.name) + " (" + device_string(first.view->device) + ")",
+        device_string(t.view->device));
   }
   const Device& device = first.view->device;
   check.require(device.type == DeviceType::kCpu || device.type == DeviceType::kCuda, ErrorCode::kDevice, first.name,
@@ -42,14 +42,14 @@ Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
     const int capability = cuda::device_capability(device.index);
     check.require(capability > 0, ErrorCode::kDevice, first.name, "must be on a CUDA device this process can use",
                   device_string(device));
-    check.require(cuda::supports_capability(capability), ErrorCode::kUnsupported, first.name,
-                  "this build's CUDA kernels need compute capability 9.0 or newer (built for " +
-                      cuda::built_architectures() + ")",
-                  device_string(device) + " with compute capability " + str(capability / 10) + "." +
-                      str(capability % 10));
+    check.require(
+        cuda::supports_capability(capability), ErrorCode::kUnsupported, first.name,
+        "this build's CUDA kernels need compute capability 9.0 or newer (built for " + cuda::built_architectures() +
+            ")",
+        device_string(device) + " with compute capability " + str(capability / 10) + "." + str(capability % 10));
 #else
-    check.fail(ErrorCode::kUnsupported, first.name, "this build has no CUDA backend (built without nvcc); pass CPU arrays",
-               device_string(device));
+    check.fail(ErrorCode::kUnsupported, first.name,
+               "this build has no CUDA backend (built without nvcc); pass CPU arrays", device_string(device));
 #endif
   }
   return device;
@@ -61,8 +61,7 @@ void check_dtype(const Check& check, std::string_view name, const TensorView& v,
 }
 
 void check_rank(const Check& check, std::string_view name, const TensorView& v, int ndim, std::string_view expected) {
-  check.require(v.ndim == ndim, ErrorCode::kShape, name, "shape must be " + std::string(expected),
-                shape_string(v));
+  check.require(v.ndim == ndim, ErrorCode::kShape, name, "shape must be " + std::string(expected), shape_string(v));
 }
 
 void check_strides_nonnegative(const Check& check, std::string_view name, const TensorView& v) {
@@ -73,20 +72,18 @@ void check_strides_nonnegative(const Check& check, std::string_view name, const 
 }
 
 void check_data(const Check& check, std::string_view name, const TensorView& v) {
-  check.require(v.data != nullptr || numel(v) == 0, ErrorCode::kValue, name, "data pointer must not be null",
-                "null");
+  check.require(v.data != nullptr || numel(v) == 0, ErrorCode::kValue, name, "data pointer must not be null", "null");
 }
 
 // A [rows, width] matrix of 16-bit inputs: innermost-contiguous, 4-byte aligned rows.
 std::int64_t check_input_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t width,
                               std::int64_t tokens) {
-  check.require(v.shape[1] == width, ErrorCode::kShape, name, "shape must be (T, " + str(width) + ")",
-                shape_string(v));
+  check.require(v.shape[1] == width, ErrorCode::kShape, name, "shape must be (T, " + str(width) + ")", shape_string(v));
   check.require(v.shape[0] >= tokens, ErrorCode::kShape, name,
                 "must have at least T = len(slot_mapping) = " + str(tokens) + " rows", shape_string(v));
   check_strides_nonnegative(check, name, v);
-  check.require(v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name, "rows must be innermost-contiguous (stride 1)",
-                "stride " + str(v.strides[1]));
+  check.require(v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name,
+                "rows must be innermost-contiguous (stride 1)", "stride " + str(v.strides[1]));
   const auto row_bytes = v.strides[0] * dtype_size(v.dtype);
   check.require(reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
                 "base must be " + str(kInputRowAlignment) + "-byte aligned",
@@ -124,8 +121,7 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
   const std::int64_t num_blocks = v.shape[0];
   const std::int64_t block_size = v.shape[1];
   check.require(block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, kName,
-                "slot stride must be >= " + str(info.record_bytes) + " (records must not overlap)",
-                str(v.strides[1]));
+                "slot stride must be >= " + str(info.record_bytes) + " (records must not overlap)", str(v.strides[1]));
   // Slots are int64 and so are byte offsets: the capacity and the last record's
   // end must both fit, or a large slot could wrap onto a small one.
   std::int64_t capacity = 0;
@@ -201,12 +197,12 @@ TensorView flatten_column(const TensorView& view) {
   return flat;
 }
 
-kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c,
-                                    const TensorView& k_pe, const TensorView& kv_cache,
-                                    const TensorView& slot_mapping, const TensorView* scale) {
+kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
+                                    const TensorView& kv_cache, const TensorView& slot_mapping,
+                                    const TensorView* scale) {
   const FormatInfo& info = format_info(format);
-  const Device device =
-      check_devices(check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
+  const Device device = check_devices(
+      check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
   // dtype
   const codec::InputDtype dtype = input_dtype(check, kv_c);
   check.require(k_pe.dtype == kv_c.dtype, ErrorCode::kDtype, "k_pe",
@@ -254,8 +250,8 @@ struct Outputs {
 // [rows, 512] and [rows, 64], both float32 or both bf16, innermost-contiguous, rows not overlapping.
 Outputs check_outputs(const Check& check, const TensorView& kv_c_out, const TensorView& k_pe_out, std::int64_t rows,
                       std::string_view rows_name) {
-  check.require(kv_c_out.dtype == DType::kFloat32 || kv_c_out.dtype == DType::kBFloat16, ErrorCode::kDtype,
-                "kv_c_out", "dtype must be float32 or bf16", dtype_name(kv_c_out.dtype));
+  check.require(kv_c_out.dtype == DType::kFloat32 || kv_c_out.dtype == DType::kBFloat16, ErrorCode::kDtype, "kv_c_out",
+                "dtype must be float32 or bf16", dtype_name(kv_c_out.dtype));
   check.require(k_pe_out.dtype == kv_c_out.dtype, ErrorCode::kDtype, "k_pe_out",
                 std::string("dtype must match kv_c_out (") + dtype_name(kv_c_out.dtype) + ")",
                 dtype_name(k_pe_out.dtype));
@@ -288,8 +284,8 @@ codec::DecodeParams decode_params(const Check& check, const GatherOptions& optio
 kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
                                     std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
                                     const float* k_scale_device) {
-  return kernels::GatherParams{format, cache, source, rows, out.dtype, out.kv_c, out.stride_kv_c, out.k_pe,
-                               out.stride_k_pe, decode, k_scale_device};
+  return kernels::GatherParams{format,          cache,    source,          rows,   out.dtype,     out.kv_c,
+                               out.stride_kv_c, out.k_pe, out.stride_k_pe, decode, k_scale_device};
 }
 
 // A 1-D int32 array of `length` elements, contiguous.
@@ -307,8 +303,8 @@ const std::int32_t* check_int32_vector(const Check& check, std::string_view name
 }  // namespace
 
 kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
-                                      const TensorView& slots, const TensorView& kv_c_out,
-                                      const TensorView& k_pe_out, const GatherOptions& options) {
+                                      const TensorView& slots, const TensorView& kv_c_out, const TensorView& k_pe_out,
+                                      const GatherOptions& options) {
   const Device device = check_devices(
       check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
   const std::int64_t* slot_data = check_slots(check, "slots", slots);
@@ -327,9 +323,12 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
                                             const TensorView& block_table, const TensorView& seq_lens,
                                             const TensorView& cu_seq_lens, const TensorView& kv_c_out,
                                             const TensorView& k_pe_out, const GatherOptions& options) {
-  const Device device =
-      check_devices(check, {{"kv_cache", &kv_cache}, {"block_table", &block_table}, {"seq_lens", &seq_lens},
-                            {"cu_seq_lens", &cu_seq_lens}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
+  const Device device = check_devices(check, {{"kv_cache", &kv_cache},
+                                              {"block_table", &block_table},
+                                              {"seq_lens", &seq_lens},
+                                              {"cu_seq_lens", &cu_seq_lens},
+                                              {"kv_c_out", &kv_c_out},
+                                              {"k_pe_out", &k_pe_out}});
   check_dtype(check, "block_table", block_table, DType::kInt32);
   check_rank(check, "block_table", block_table, 2, "(B, max_blocks)");
   const std::int64_t batch = block_table.shape[0];
@@ -342,9 +341,10 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   source.block_table_stride = block_table.strides[0];
   source.max_blocks = block_table.shape[1];
   source.batch = batch;
-  source.seq_lens = check_int32_vector(check, "seq_lens", seq_lens, batch, "(B,) with B = block_table rows = " + str(batch));
-  source.cu_seq_lens =
-      check_int32_vector(check, "cu_seq_lens", cu_seq_lens, batch + 1, "(B + 1,) with B = block_table rows = " + str(batch));
+  source.seq_lens =
+      check_int32_vector(check, "seq_lens", seq_lens, batch, "(B,) with B = block_table rows = " + str(batch));
+  source.cu_seq_lens = check_int32_vector(check, "cu_seq_lens", cu_seq_lens, batch + 1,
+                                          "(B + 1,) with B = block_table rows = " + str(batch));
   const std::int64_t rows = kv_c_out.ndim >= 1 ? kv_c_out.shape[0] : 0;
   const Outputs out = check_outputs(check, kv_c_out, k_pe_out, rows, "total rows");
   const kernels::CacheLayout cache =

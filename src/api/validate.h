@@ -11,13 +11,13 @@
 
 namespace mlakv::api {
 
-kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c,
-                                    const TensorView& k_pe, const TensorView& kv_cache,
-                                    const TensorView& slot_mapping, const TensorView* scale);
+kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
+                                    const TensorView& kv_cache, const TensorView& slot_mapping,
+                                    const TensorView* scale);
 
 kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
-                                      const TensorView& slots, const TensorView& kv_c_out,
-                                      const TensorView& k_pe_out, const GatherOptions& options);
+                                      const TensorView& slots, const TensorView& kv_c_out, const TensorView& k_pe_out,
+                                      const GatherOptions& options);
 
 /// Rows come from a block table: row cu_seq_lens[b] + i (i < seq_lens[b])
 /// decodes position i of sequence b; other rows are zeros.

@@ -25,14 +25,22 @@ struct Tag {
 template <class Fn>
 decltype(auto) visit_codec(Format format, Fn&& fn) {
   switch (format) {
-    case Format::kBf16: return fn(Tag<CodecBf16>{});
-    case Format::kFp16: return fn(Tag<CodecFp16>{});
-    case Format::kFp8E4m3: return fn(Tag<CodecFp8E4m3>{});
-    case Format::kFp8DsMla: return fn(Tag<CodecFp8DsMla>{});
-    case Format::kNvfp4DsMla: return fn(Tag<CodecNvfp4DsMla>{});
-    case Format::kNvfp4DsMlaFp8Rope: return fn(Tag<CodecNvfp4DsMlaFp8Rope>{});
-    case Format::kNvfp4DsMlaFp8RopePts: return fn(Tag<CodecNvfp4DsMlaFp8RopePts>{});
-    case Format::kNvfp4Fp8DsMla: return fn(Tag<CodecNvfp4Fp8DsMla>{});
+    case Format::kBf16:
+      return fn(Tag<CodecBf16>{});
+    case Format::kFp16:
+      return fn(Tag<CodecFp16>{});
+    case Format::kFp8E4m3:
+      return fn(Tag<CodecFp8E4m3>{});
+    case Format::kFp8DsMla:
+      return fn(Tag<CodecFp8DsMla>{});
+    case Format::kNvfp4DsMla:
+      return fn(Tag<CodecNvfp4DsMla>{});
+    case Format::kNvfp4DsMlaFp8Rope:
+      return fn(Tag<CodecNvfp4DsMlaFp8Rope>{});
+    case Format::kNvfp4DsMlaFp8RopePts:
+      return fn(Tag<CodecNvfp4DsMlaFp8RopePts>{});
+    case Format::kNvfp4Fp8DsMla:
+      return fn(Tag<CodecNvfp4Fp8DsMla>{});
   }
   return fn(Tag<CodecBf16>{});  // unreachable: every enumerator is handled above
 }

@@ -7,10 +7,10 @@
 #include <cuda_fp16.h>
 #include <cuda_fp4.h>
 #include <cuda_fp8.h>
+#include <math.h>  // fmaxf, fminf, fabsf: the same functions on host and device
 
 #include <cstdint>
 #include <cstring>
-#include <math.h>  // fmaxf, fminf, fabsf: the same functions on host and device
 
 #include "codec/hd.h"
 
@@ -37,7 +37,6 @@ MLAKV_HD float div_rn(float a, float b) {
   return a / b;
 #endif
 }
-
 
 /// fmaxf that ignores a NaN operand, signalling NaNs included: x86's fmaxf
 /// returns NaN for a signalling NaN, the GPU's never does, and ABI.md says a
@@ -116,9 +115,7 @@ MLAKV_HD std::uint8_t encode_e4m3(float x) {
   return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 
-MLAKV_HD float decode_e4m3(std::uint8_t code) {
-  return __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3)));
-}
+MLAKV_HD float decode_e4m3(std::uint8_t code) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3))); }
 
 /// E2M1 by comparing |x| with the round-to-nearest-even decision points of
 /// the E2M1 grid {0, .5, 1, 1.5, 2, 3, 4, 6}; a tie goes to the even code, so
@@ -130,7 +127,7 @@ MLAKV_HD std::uint8_t encode_e2m1_by_thresholds(float x) {
   std::uint32_t bits;
   memcpy(&bits, &x, sizeof(bits));
   const std::uint32_t mag = bits & 0x7FFFFFFFu;
-  if (mag > 0x7F800000u) return 0x7;                    // NaN
+  if (mag > 0x7F800000u) return 0x7;                                           // NaN
   const std::uint32_t code = static_cast<std::uint32_t>(mag > 0x3E800000u) +   // 0.25: tie -> 0
                              static_cast<std::uint32_t>(mag >= 0x3F400000u) +  // 0.75: tie -> 1.0
                              static_cast<std::uint32_t>(mag > 0x3FA00000u) +   // 1.25: tie -> 1.0

@@ -21,7 +21,8 @@ struct CodecFp8E4m3 {
                                    std::uint8_t* record) {
     std::uint8_t codes[kLatentPerLane];
     MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i) codes[i] = encode_e4m3(div_rn(load_input<kDtype>(in.kv_c[i]), params.k_scale));
+    for (int i = 0; i < kLatentPerLane; ++i)
+      codes[i] = encode_e4m3(div_rn(load_input<kDtype>(in.kv_c[i]), params.k_scale));
     store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, codes);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {

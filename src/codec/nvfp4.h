@@ -37,7 +37,7 @@ MLAKV_HD void pack_e2m1_group(const float* x, ToCode to_code, std::uint8_t* pack
 
 MLAKV_HD float group_amax(const float* x) {
   float amax = 0.0f;
-MLAKV_UNROLL
+  MLAKV_UNROLL
   for (int j = 0; j < kNvfp4GroupSize; ++j) amax = fold_amax(amax, x[j]);
   return amax;
 }
@@ -46,7 +46,8 @@ MLAKV_UNROLL
 MLAKV_HD std::uint8_t encode_nvfp4_group_static(const float* x, std::uint8_t* packed) {
   const std::uint8_t sbyte = encode_e4m3(div_rn(group_amax(x), kE2m1Max));
   const float s = decode_e4m3(sbyte);
-  pack_e2m1_group(x, [s](float v) { return s == 0.0f ? std::uint8_t{0} : encode_e2m1(div_rn(v, s)); }, packed);
+  pack_e2m1_group(
+      x, [s](float v) { return s == 0.0f ? std::uint8_t{0} : encode_e2m1(div_rn(v, s)); }, packed);
   return sbyte;
 }
 
@@ -56,8 +57,7 @@ MLAKV_HD std::uint8_t encode_nvfp4_group_two_level(const float* x, float st, std
   const std::uint8_t sbyte = encode_e4m3(div_rn(div_rn(group_amax(x), st), kE2m1Max));
   const float s = decode_e4m3(sbyte);
   pack_e2m1_group(
-      x, [s, st](float v) { return s == 0.0f ? std::uint8_t{0} : encode_e2m1(div_rn(div_rn(v, st), s)); },
-      packed);
+      x, [s, st](float v) { return s == 0.0f ? std::uint8_t{0} : encode_e2m1(div_rn(div_rn(v, st), s)); }, packed);
   return sbyte;
 }
 
@@ -67,7 +67,8 @@ MLAKV_HD std::uint8_t encode_nvfp4_group_boosted(const float* x, std::uint8_t* p
   const std::uint8_t sbyte = encode_e4m3(div_rn(group_amax(x), kE2m1Max) * kNvfp4Fp8ScaleBoost);
   const float s = decode_e4m3(sbyte) * kNvfp4Fp8ScaleUnboost;
   const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
-  pack_e2m1_group(x, [inv_s](float v) { return encode_e2m1(v * inv_s); }, packed);
+  pack_e2m1_group(
+      x, [inv_s](float v) { return encode_e2m1(v * inv_s); }, packed);
   return sbyte;
 }
 
@@ -187,7 +188,8 @@ MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float 
           } else {
             const float lo_value = __uint_as_float(v[k] << 16) * s * outer_scale;
             const float hi_value = __uint_as_float(v[k] & 0xFFFF0000u) * s * outer_scale;
-            pairs[4 * w + 2 * half + k] = encode_bf16(lo_value) | (static_cast<std::uint32_t>(encode_bf16(hi_value)) << 16);
+            pairs[4 * w + 2 * half + k] =
+                encode_bf16(lo_value) | (static_cast<std::uint32_t>(encode_bf16(hi_value)) << 16);
           }
         }
       }

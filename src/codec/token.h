@@ -87,7 +87,7 @@ inline void encode_record(const std::uint16_t* kv_c, const std::uint16_t* k_pe, 
     amax[lane] = Codec::template lane_amax<kDtype>(in[lane]);
   }
   float rope = 0.0f;
-  for (int lane = 0; lane < kLanes; ++lane) rope = max_ignoring_nan(rope, amax[lane].rope);
+  for (const LaneAmax& lane_amax : amax) rope = max_ignoring_nan(rope, lane_amax.rope);
   for (int first = 0; first < kLanes; first += Codec::kLatentAmaxLanes) {
     float latent = 0.0f;
     for (int lane = first; lane < first + Codec::kLatentAmaxLanes; ++lane) {

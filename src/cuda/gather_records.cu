@@ -49,7 +49,7 @@ constexpr int kRowsPerWarp = 2;
 // rows) is assembled in shared memory and stored as whole 16-byte chunks, so
 // every store instruction writes contiguous sectors.
 template <class Codec, class Out, bool kVector, bool kStaged>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_kernel(const kernels::GatherParams p) {
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) decode_records_kernel(const kernels::GatherParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRowBytes = (codec::kLatentDim + codec::kRopeDim) * static_cast<int>(sizeof(Out));
   __shared__ SmemRecord<kStaged ? kRowBytes : 16> smem_rows[kWarpsPerBlock];
@@ -105,7 +105,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) decode_records_ker
       std::uint8_t* staged = smem_rows[warp].bytes;
       codec::store_aligned<16>(staged + 32 * lane, reinterpret_cast<const std::uint8_t*>(kv_bits));
       codec::store_aligned<16>(staged + 32 * lane + 16, reinterpret_cast<const std::uint8_t*>(kv_bits) + 16);
-      codec::store_aligned<4>(staged + 2 * codec::kLatentDim + 4 * lane, reinterpret_cast<const std::uint8_t*>(pe_bits));
+      codec::store_aligned<4>(staged + 2 * codec::kLatentDim + 4 * lane,
+                              reinterpret_cast<const std::uint8_t*>(pe_bits));
       __syncwarp();
       warp_copy16<kRowBytes>(out_row, staged, lane);
       __syncwarp();

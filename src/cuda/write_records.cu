@@ -39,7 +39,7 @@ __device__ __forceinline__ void load_lane(const std::uint8_t* kv_c_row, const st
 }
 
 template <class Codec, codec::InputDtype kDtype, int kLoadBytes>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) encode_records_kernel(const kernels::WriteParams p) {
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) encode_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;

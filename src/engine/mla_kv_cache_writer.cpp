@@ -73,14 +73,15 @@ void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, co
     return;
   }
   if (kv_cache_dtype != kNvfp4CacheDtype) {
-    throw Error(ErrorCode::kValue, "KV_FP8_ROPE writer reached a non-NVFP4 cache: '" + std::string(kv_cache_dtype) + "'");
+    throw Error(ErrorCode::kValue,
+                "KV_FP8_ROPE writer reached a non-NVFP4 cache: '" + std::string(kv_cache_dtype) + "'");
   }
-  compact_(kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache, flattened(slot_mapping), k_scale, config_.per_token_scale, stream);
+  compact_(kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache, flattened(slot_mapping), k_scale,
+           config_.per_token_scale, stream);
 }
 
-void MlaKvCacheWriter::update_gathered(const TensorView& gathered_cache, const TensorView& kv_c,
-                                       const TensorView& k_pe, const TensorView& slots, const TensorView* k_scale,
-                                       StreamHandle stream) const {
+void MlaKvCacheWriter::update_gathered(const TensorView& gathered_cache, const TensorView& kv_c, const TensorView& k_pe,
+                                       const TensorView& slots, const TensorView* k_scale, StreamHandle stream) const {
   update(kv_c, k_pe, gathered_cache, slots, config_.kv_cache_dtype, k_scale, stream);
 }
 

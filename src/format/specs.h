@@ -38,7 +38,7 @@ constexpr bool tiles_record(const Field (&fields)[kN]) {
 
 // The NVFP4 latent shared by the 432, 368 and 368-pts records.
 struct Nvfp4Latent {
-  static constexpr Field kCodes{0, kLatentDim / 2};              // packed E2M1, low nibble first
+  static constexpr Field kCodes{0, kLatentDim / 2};                 // packed E2M1, low nibble first
   static constexpr Field kGroupScales{kCodes.end(), kNvfp4Groups};  // one E4M3 byte per group
 };
 
@@ -88,8 +88,8 @@ struct FormatNvfp4DsMlaFp8RopePts {
   static constexpr int kRecordBytes = 368;
   static constexpr Field kCodes = Nvfp4Latent::kCodes;
   static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
-  static constexpr Field kRopeScale{kGroupScales.end(), 4};   // f32
-  static constexpr Field kTokenScale{kRopeScale.end(), 4};    // f32
+  static constexpr Field kRopeScale{kGroupScales.end(), 4};  // f32
+  static constexpr Field kTokenScale{kRopeScale.end(), 4};   // f32
   static constexpr Field kPad{kTokenScale.end(), 8};
   static constexpr Field kRope{kPad.end(), kRopeDim};  // E4M3
   static constexpr Field kFields[] = {kCodes, kGroupScales, kRopeScale, kTokenScale, kPad, kRope};
@@ -116,11 +116,10 @@ static_assert(FormatNvfp4DsMlaFp8Rope::kRope.offset == FormatNvfp4DsMla::kRope.o
 static_assert(FormatNvfp4DsMlaFp8RopePts::kRecordBytes == FormatNvfp4DsMlaFp8Rope::kRecordBytes);
 static_assert(FormatNvfp4Fp8DsMla::kRecordBytes == 352);
 static_assert(FormatFp8DsMla::kRecordBytes % kCacheAlignment == 0 &&
-              FormatNvfp4DsMla::kRecordBytes % kCacheAlignment == 0 &&
-              FormatNvfp4DsMlaFp8Rope::kRecordBytes % kCacheAlignment == 0 &&
-              FormatNvfp4Fp8DsMla::kRecordBytes % kCacheAlignment == 0 &&
-              FormatFp8E4m3::kRecordBytes % kCacheAlignment == 0 &&
-              FormatBf16::kRecordBytes % kCacheAlignment == 0,
+                  FormatNvfp4DsMla::kRecordBytes % kCacheAlignment == 0 &&
+                  FormatNvfp4DsMlaFp8Rope::kRecordBytes % kCacheAlignment == 0 &&
+                  FormatNvfp4Fp8DsMla::kRecordBytes % kCacheAlignment == 0 &&
+                  FormatFp8E4m3::kRecordBytes % kCacheAlignment == 0 && FormatBf16::kRecordBytes % kCacheAlignment == 0,
               "every record size is a multiple of the cache alignment, so dense caches qualify");
 
 }  // namespace mlakv::format

@@ -71,7 +71,10 @@ MLAKV_HD std::int64_t row_slot(const RowSource& src, const CacheLayout& cache, s
   if (src.batch <= 0 || row < src.cu_seq_lens[0]) return -1;
   while (hi - lo > 1) {
     const std::int64_t mid = (lo + hi) / 2;
-    if (src.cu_seq_lens[mid] <= row) lo = mid; else hi = mid;
+    if (src.cu_seq_lens[mid] <= row)
+      lo = mid;
+    else
+      hi = mid;
   }
   const std::int64_t pos = row - src.cu_seq_lens[lo];
   if (pos >= src.seq_lens[lo]) return -1;

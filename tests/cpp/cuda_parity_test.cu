@@ -176,8 +176,10 @@ void expect_write_parity(Format format, DType dtype, const std::vector<std::int6
   const mlakv::FormatInfo& info = mlakv::format_info(format);
   const auto tokens = static_cast<std::int64_t>(slots.size());
   const std::int64_t kv_stride = 512 + l.row_pad, pe_stride = 64 + l.row_pad;
-  auto kv_c = random_inputs(static_cast<std::size_t>(std::max<std::int64_t>(tokens, 1) * kv_stride) + 256, dtype, seed, specials);
-  auto k_pe = random_inputs(static_cast<std::size_t>(std::max<std::int64_t>(tokens, 1) * pe_stride) + 256, dtype, seed + 7, specials);
+  auto kv_c = random_inputs(static_cast<std::size_t>(std::max<std::int64_t>(tokens, 1) * kv_stride) + 256, dtype, seed,
+                            specials);
+  auto k_pe = random_inputs(static_cast<std::size_t>(std::max<std::int64_t>(tokens, 1) * pe_stride) + 256, dtype,
+                            seed + 7, specials);
   // Host views start `input_offset` bytes in; the device buffers get the same bytes at the same offsets.
   const std::size_t off_elems = l.input_offset / 2;
   TensorView kv_view = mlakv::make_view(kv_c.data() + off_elems, dtype, {tokens, 512});
@@ -190,7 +192,8 @@ void expect_write_parity(Format format, DType dtype, const std::vector<std::int6
   constexpr std::size_t kGuard = 4096;
   const std::size_t span = static_cast<std::size_t>(l.num_blocks * stride_block);
   std::vector<std::uint8_t> host(kGuard + span + kGuard, GuardedCache::kSentinel);
-  TensorView cache_view = mlakv::make_view(host.data() + kGuard, DType::kUInt8, {l.num_blocks, l.block_size, info.record_bytes});
+  TensorView cache_view =
+      mlakv::make_view(host.data() + kGuard, DType::kUInt8, {l.num_blocks, l.block_size, info.record_bytes});
   cache_view.strides[0] = stride_block;
   cache_view.strides[1] = stride_slot;
   std::vector<std::int64_t> slot_copy = slots;
@@ -232,9 +235,7 @@ class cuda_writer : public ::testing::TestWithParam<std::tuple<Format, DType>> {
   DType dtype() const { return dtype_for(std::get<0>(GetParam()), std::get<1>(GetParam())); }
 };
 
-TEST_P(cuda_writer, random_values_match_cpu) {
-  expect_write_parity(format(), dtype(), iota_slots(128), false);
-}
+TEST_P(cuda_writer, random_values_match_cpu) { expect_write_parity(format(), dtype(), iota_slots(128), false); }
 
 TEST_P(cuda_writer, hostile_values_match_cpu) {
   // NaN, +-inf, +-0, subnormals, +-448 mixed in, several seeds.
@@ -345,8 +346,10 @@ TEST(cuda_writer_large_cache, records_past_4_gib_match_cpu) {
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   for (std::int64_t t = 0; t < tokens; ++t) {
     std::vector<std::uint8_t> got(info.record_bytes);
-    cudaMemcpy(got.data(), d_cache.get<std::uint8_t>() + slots[t] * info.record_bytes, got.size(), cudaMemcpyDeviceToHost);
-    const std::vector<std::uint8_t> expect(want.begin() + t * info.record_bytes, want.begin() + (t + 1) * info.record_bytes);
+    cudaMemcpy(got.data(), d_cache.get<std::uint8_t>() + slots[t] * info.record_bytes, got.size(),
+               cudaMemcpyDeviceToHost);
+    const std::vector<std::uint8_t> expect(want.begin() + t * info.record_bytes,
+                                           want.begin() + (t + 1) * info.record_bytes);
     EXPECT_EQ(first_difference(got, expect, info.record_bytes), "") << "slot " << slots[t];
   }
   // And the reader finds them there.
@@ -359,7 +362,8 @@ TEST(cuda_writer_large_cache, records_past_4_gib_match_cpu) {
                         on_device(mlakv::make_view(nullptr, DType::kFloat32, {tokens, 64}), d_pe_out));
   auto dense = want;
   std::vector<std::int64_t> dense_slots = iota_slots(tokens);
-  mlakv::gather_records(Format::kNvfp4DsMlaFp8Rope, mlakv::make_view(dense.data(), DType::kUInt8, {1, tokens, info.record_bytes}),
+  mlakv::gather_records(Format::kNvfp4DsMlaFp8Rope,
+                        mlakv::make_view(dense.data(), DType::kUInt8, {1, tokens, info.record_bytes}),
                         mlakv::make_view(dense_slots.data(), DType::kInt64, {tokens}),
                         mlakv::make_view(cpu_kv.data(), DType::kFloat32, {tokens, 512}),
                         mlakv::make_view(cpu_pe.data(), DType::kFloat32, {tokens, 64}));
@@ -385,7 +389,8 @@ TEST_P(cuda_reader, gathers_match_cpu_bit_for_bit) {
   const auto kv_c = random_inputs(tokens * 512, in_dtype, 41, true);
   const auto k_pe = random_inputs(tokens * 64, in_dtype, 42, true);
   auto records = write_tokens(format, in_dtype, kv_c, k_pe, 0.0625f);
-  TensorView cache = mlakv::make_view(records.data(), DType::kUInt8, {tokens / block_size, block_size, info.record_bytes});
+  TensorView cache =
+      mlakv::make_view(records.data(), DType::kUInt8, {tokens / block_size, block_size, info.record_bytes});
   const std::vector<std::int64_t> slots = {5, -1, 95, 96, 0, 40, (std::int64_t{1} << 40) + 3, 17};
   const auto rows = static_cast<std::int64_t>(slots.size());
   float k_scale = 0.0625f;
@@ -418,12 +423,16 @@ TEST_P(cuda_reader, gathers_match_cpu_bit_for_bit) {
   const TensorView d_scale_view = on_device(scale, d_scale);
   std::vector<std::int64_t> slot_copy = slots;
   const TensorView slot_view = mlakv::make_view(slot_copy.data(), DType::kInt64, {rows});
-  const auto cpu = run(cache, [&](auto c, auto kv, auto pe) { mlakv::gather_records(format, c, slot_view, kv, pe, options); }, false);
+  const auto cpu = run(
+      cache, [&](auto c, auto kv, auto pe) { mlakv::gather_records(format, c, slot_view, kv, pe, options); }, false);
   mlakv::GatherOptions d_options = options;
   d_options.scale = &d_scale_view;
-  const auto gpu = run(on_device(cache, d_cache),
-                       [&](auto c, auto kv, auto pe) { mlakv::gather_records(format, c, on_device(slot_view, d_slots), kv, pe, d_options); },
-                       true);
+  const auto gpu = run(
+      on_device(cache, d_cache),
+      [&](auto c, auto kv, auto pe) {
+        mlakv::gather_records(format, c, on_device(slot_view, d_slots), kv, pe, d_options);
+      },
+      true);
   EXPECT_EQ(std::memcmp(cpu.data(), gpu.data(), cpu.size()), 0) << "gather by slots";
 
   // Paged: 3 sequences; row 4 is past sequence 1's length, sequence 2's block id 9 is out of range.
@@ -444,7 +453,8 @@ TEST_P(cuda_reader, gathers_match_cpu_bit_for_bit) {
     pe.strides[0] = 576;
     if (device) {
       mlakv::gather_records_paged(format, on_device(cache, d_cache), on_device(bt, d_bt), on_device(lens, d_lens),
-                                  on_device(cus, d_cus), on_device(kv, d_out), on_device(pe, d_out, 512 * esize), d_options);
+                                  on_device(cus, d_cus), on_device(kv, d_out), on_device(pe, d_out, 512 * esize),
+                                  d_options);
       EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       return d_out.download<std::uint8_t>();
     }
@@ -494,7 +504,8 @@ TEST(cuda_writer_graph, captured_writer_replays_with_new_inputs) {
     cudaMemcpy(d_pe.get(), k_pe.data(), d_pe.bytes(), cudaMemcpyHostToDevice);
     MLAKV_CUDA_OK(cudaGraphLaunch(exec, stream));
     MLAKV_CUDA_OK(cudaStreamSynchronize(stream));
-    EXPECT_EQ(first_difference(d_cache.download<std::uint8_t>(), write_tokens(f, DType::kBFloat16, kv_c, k_pe), 368), "")
+    EXPECT_EQ(first_difference(d_cache.download<std::uint8_t>(), write_tokens(f, DType::kBFloat16, kv_c, k_pe), 368),
+              "")
         << "replay with seed " << seed;
   }
   cudaGraphExecDestroy(exec);

@@ -20,8 +20,8 @@ inline bool cuda_device_present() {
 }
 
 // GPU tests skip cleanly on machines without a CUDA device (CI).
-#define MLAKV_REQUIRE_GPU()                                                   \
-  do {                                                                        \
+#define MLAKV_REQUIRE_GPU()                                                      \
+  do {                                                                           \
     if (!::mlakv::test::cuda_device_present()) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
@@ -42,7 +42,9 @@ class DeviceBuffer {
   ~DeviceBuffer() { cudaFree(ptr_); }
 
   template <class T = void>
-  T* get() const { return static_cast<T*>(ptr_); }
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
   std::size_t bytes() const { return bytes_; }
   bool ok() const { return ptr_ != nullptr; }
 

@@ -73,12 +73,12 @@ void expect_all_patterns_match_oracles() {
     const unsigned e4m3 = mlakv::codec::encode_e4m3(x);
     const unsigned e2m1 = mlakv::codec::encode_e2m1(x);
     if (e4m3 != e4m3_oracle(x) && e4m3_bad++ < 5) {
-      ADD_FAILURE() << "E4M3 of input bits 0x" << std::hex << bits << " (" << x << "): got 0x" << e4m3
-                    << ", oracle 0x" << e4m3_oracle(x);
+      ADD_FAILURE() << "E4M3 of input bits 0x" << std::hex << bits << " (" << x << "): got 0x" << e4m3 << ", oracle 0x"
+                    << e4m3_oracle(x);
     }
     if (e2m1 != e2m1_oracle(x) && e2m1_bad++ < 5) {
-      ADD_FAILURE() << "E2M1 of input bits 0x" << std::hex << bits << " (" << x << "): got 0x" << e2m1
-                    << ", oracle 0x" << e2m1_oracle(x);
+      ADD_FAILURE() << "E2M1 of input bits 0x" << std::hex << bits << " (" << x << "): got 0x" << e2m1 << ", oracle 0x"
+                    << e2m1_oracle(x);
     }
   }
   EXPECT_EQ(e4m3_bad, 0);
@@ -130,7 +130,8 @@ void expect_compare_codes_equal_division() {
       const std::uint32_t pair = bits | ((bits + 1) << 16);
       const std::uint8_t got = mlakv::codec::e2m1_pair_by_compare<kDtype>(pair, thr);
       const auto ref = [s](std::uint32_t b) {
-        return mlakv::codec::encode_e2m1_cuda(mlakv::codec::div_rn(mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(b)), s));
+        return mlakv::codec::encode_e2m1_cuda(
+            mlakv::codec::div_rn(mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(b)), s));
       };
       const std::uint8_t want = static_cast<std::uint8_t>(ref(bits) | (ref(bits + 1) << 4));
       if (got != want && bad++ < 5) {

@@ -179,7 +179,8 @@ TEST_F(engine_writer, default_registry_writes_real_records) {
   k_pe3.data = pe_bits.data();
   MlaKvCacheWriter({"nvfp4_ds_mla", true}).update(kv_c, k_pe3, kv_cache, slot_column, "nvfp4_ds_mla", nullptr);
   const auto want = mlakv::test::write_tokens(mlakv::Format::kNvfp4DsMlaFp8Rope, DType::kBFloat16, kv_bits, pe_bits);
-  EXPECT_EQ(mlakv::test::first_difference(std::vector<std::uint8_t>(cache.begin(), cache.begin() + 4 * 368), want, 368), "");
+  EXPECT_EQ(mlakv::test::first_difference(std::vector<std::uint8_t>(cache.begin(), cache.begin() + 4 * 368), want, 368),
+            "");
 }
 
 }  // namespace

@@ -13,9 +13,14 @@ using mlakv::Format;
 
 TEST(format_registry, ids_and_record_sizes_match_abi) {
   const std::pair<const char*, int> expected[] = {
-      {"bf16", 1152},         {"fp16", 1152},         {"fp8_e4m3", 576},
-      {"fp8_ds_mla", 656},    {"nvfp4_ds_mla", 432},  {"nvfp4_ds_mla_fp8_rope", 368},
-      {"nvfp4_ds_mla_fp8_rope_pts", 368}, {"nvfp4_fp8_ds_mla", 352},
+      {"bf16", 1152},
+      {"fp16", 1152},
+      {"fp8_e4m3", 576},
+      {"fp8_ds_mla", 656},
+      {"nvfp4_ds_mla", 432},
+      {"nvfp4_ds_mla_fp8_rope", 368},
+      {"nvfp4_ds_mla_fp8_rope_pts", 368},
+      {"nvfp4_fp8_ds_mla", 352},
   };
   ASSERT_EQ(mlakv::formats().size(), std::size(expected));
   for (std::size_t i = 0; i < std::size(expected); ++i) {

@@ -58,8 +58,7 @@ Token nvfp4_token(int (*exponent)(int)) {
 }
 
 // Writes the expected packed codes at [0, 256) and scale bytes at [256, 288).
-void put_nvfp4_latent(std::vector<std::uint8_t>& r, std::uint8_t (*scale_byte)(int),
-                      std::uint8_t zero_group_code) {
+void put_nvfp4_latent(std::vector<std::uint8_t>& r, std::uint8_t (*scale_byte)(int), std::uint8_t zero_group_code) {
   for (int g = 0; g < 32; ++g) {
     for (int i = 0; i < 8; ++i) {
       const std::uint8_t lo = g == 31 ? zero_group_code : e2m1_code_of(grid_value(g, 2 * i));
@@ -189,8 +188,7 @@ TEST(golden_record, nvfp4_ds_mla_fp8_rope_pts_stores_token_scale) {
   fill_scaled_rope(t);
   std::vector<std::uint8_t> want(368);
   put_nvfp4_latent(
-      want, [](int g) { return g == 0 ? std::uint8_t{0x7E} : e4m3_code_of(std::ldexp(1.0, pts_exponent(g))); },
-      0x0);
+      want, [](int g) { return g == 0 ? std::uint8_t{0x7E} : e4m3_code_of(std::ldexp(1.0, pts_exponent(g))); }, 0x0);
   const float rope_amax = static_cast<float>(std::ldexp(448.0, kRopeExponent));
   put_f32(want, 288, rope_amax * (1.0f / 448.0f));
   put_f32(want, 292, 2688.0f * (1.0f / 2688.0f));

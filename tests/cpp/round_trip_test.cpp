@@ -52,17 +52,19 @@ double bound(Format f, const std::uint8_t* r, int i, double x, float k_scale, DT
   const int j = rope ? i - 512 : i;
   switch (f) {
     case Format::kBf16:
-    case Format::kFp16: return 0.0;
-    case Format::kFp8E4m3: return e4m3_bound(x, k_scale);
-    case Format::kFp8DsMla: return rope ? 0.0 : e4m3_bound(x, read_f32(r + 512 + 4 * (j / 128)));
+    case Format::kFp16:
+      return 0.0;
+    case Format::kFp8E4m3:
+      return e4m3_bound(x, k_scale);
+    case Format::kFp8DsMla:
+      return rope ? 0.0 : e4m3_bound(x, read_f32(r + 512 + 4 * (j / 128)));
     case Format::kNvfp4DsMla:
       if (rope) return dtype == DType::kFloat16 ? std::fabs(x) * 0x1p-8 : 0.0;
       return e2m1_bound(x, e4m3_value(r[256 + j / 16]));
     case Format::kNvfp4DsMlaFp8Rope:
       return rope ? e4m3_bound(x, read_f32(r + 288)) : e2m1_bound(x, e4m3_value(r[256 + j / 16]));
     case Format::kNvfp4DsMlaFp8RopePts:
-      return rope ? e4m3_bound(x, read_f32(r + 288))
-                  : e2m1_bound(x, e4m3_value(r[256 + j / 16]) * read_f32(r + 292));
+      return rope ? e4m3_bound(x, read_f32(r + 288)) : e2m1_bound(x, e4m3_value(r[256 + j / 16]) * read_f32(r + 292));
     case Format::kNvfp4Fp8DsMla:
       return rope ? e4m3_bound(x, 1.0) : e2m1_bound(x, e4m3_value(r[256 + j / 16]) / 64.0);
   }
@@ -112,26 +114,24 @@ TEST_P(round_trip, error_within_the_format_rounding_bound_and_no_nan) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(every_format, round_trip,
-                         // Every format with every input dtype it takes (16-bit records take their own).
-                         ::testing::Values(std::tuple{Format::kBf16, DType::kBFloat16},
-                                           std::tuple{Format::kFp16, DType::kFloat16},
-                                           std::tuple{Format::kFp8E4m3, DType::kBFloat16},
-                                           std::tuple{Format::kFp8E4m3, DType::kFloat16},
-                                           std::tuple{Format::kFp8DsMla, DType::kBFloat16},
-                                           std::tuple{Format::kFp8DsMla, DType::kFloat16},
-                                           std::tuple{Format::kNvfp4DsMla, DType::kBFloat16},
-                                           std::tuple{Format::kNvfp4DsMla, DType::kFloat16},
-                                           std::tuple{Format::kNvfp4DsMlaFp8Rope, DType::kBFloat16},
-                                           std::tuple{Format::kNvfp4DsMlaFp8Rope, DType::kFloat16},
-                                           std::tuple{Format::kNvfp4DsMlaFp8RopePts, DType::kBFloat16},
-                                           std::tuple{Format::kNvfp4DsMlaFp8RopePts, DType::kFloat16},
-                                           std::tuple{Format::kNvfp4Fp8DsMla, DType::kBFloat16},
-                                           std::tuple{Format::kNvfp4Fp8DsMla, DType::kFloat16}),
-                         [](const auto& info) {
-                           return std::string(mlakv::format_info(std::get<0>(info.param)).id) + "_" +
-                                  mlakv::dtype_name(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    every_format, round_trip,
+    // Every format with every input dtype it takes (16-bit records take their own).
+    ::testing::Values(std::tuple{Format::kBf16, DType::kBFloat16}, std::tuple{Format::kFp16, DType::kFloat16},
+                      std::tuple{Format::kFp8E4m3, DType::kBFloat16}, std::tuple{Format::kFp8E4m3, DType::kFloat16},
+                      std::tuple{Format::kFp8DsMla, DType::kBFloat16}, std::tuple{Format::kFp8DsMla, DType::kFloat16},
+                      std::tuple{Format::kNvfp4DsMla, DType::kBFloat16},
+                      std::tuple{Format::kNvfp4DsMla, DType::kFloat16},
+                      std::tuple{Format::kNvfp4DsMlaFp8Rope, DType::kBFloat16},
+                      std::tuple{Format::kNvfp4DsMlaFp8Rope, DType::kFloat16},
+                      std::tuple{Format::kNvfp4DsMlaFp8RopePts, DType::kBFloat16},
+                      std::tuple{Format::kNvfp4DsMlaFp8RopePts, DType::kFloat16},
+                      std::tuple{Format::kNvfp4Fp8DsMla, DType::kBFloat16},
+                      std::tuple{Format::kNvfp4Fp8DsMla, DType::kFloat16}),
+    [](const auto& info) {
+      return std::string(mlakv::format_info(std::get<0>(info.param)).id) + "_" +
+             mlakv::dtype_name(std::get<1>(info.param));
+    });
 
 TEST(round_trip_pts, pts_and_static_records_both_decode_within_bounds_from_the_same_input) {
   const auto kv_c = random_inputs(64 * 512, DType::kBFloat16, 300, false);

@@ -123,7 +123,8 @@ class GuardedCache {
     const std::size_t span = static_cast<std::size_t>(num_blocks * stride_block);
     storage_.assign(kGuard + span + kGuard + 16, kSentinel);
     const auto base = reinterpret_cast<std::uintptr_t>(storage_.data()) + kGuard;
-    offset_ = static_cast<std::size_t>(((base + 15) & ~std::uintptr_t{15}) - reinterpret_cast<std::uintptr_t>(storage_.data()));
+    offset_ = static_cast<std::size_t>(((base + 15) & ~std::uintptr_t{15}) -
+                                       reinterpret_cast<std::uintptr_t>(storage_.data()));
     pristine_ = storage_;
   }
 
@@ -135,7 +136,8 @@ class GuardedCache {
   }
 
   std::size_t record_offset(std::int64_t slot) const {
-    return offset_ + static_cast<std::size_t>((slot / block_size_) * stride_block_ + (slot % block_size_) * stride_slot_);
+    return offset_ +
+           static_cast<std::size_t>((slot / block_size_) * stride_block_ + (slot % block_size_) * stride_slot_);
   }
 
   /// Byte offsets (into the storage) that differ from the pristine fill.
@@ -177,10 +179,15 @@ inline std::vector<std::uint16_t> random_inputs(std::size_t n, DType dtype, std:
   std::uniform_int_distribution<int> exponent(-12, 6);
   std::uniform_int_distribution<int> pick(0, 63);
   const bool bf16 = dtype == DType::kBFloat16;
-  const std::uint16_t special_bits[] = {
-      static_cast<std::uint16_t>(bf16 ? 0x7FC0 : 0x7E00), static_cast<std::uint16_t>(bf16 ? 0x7F80 : 0x7C00),
-      static_cast<std::uint16_t>(bf16 ? 0xFF80 : 0xFC00), 0x0000, 0x8000, 0x0001, 0x8003,
-      static_cast<std::uint16_t>(bf16 ? 0x43E0 : 0x5F00), static_cast<std::uint16_t>(bf16 ? 0xC3E0 : 0xDF00)};
+  const std::uint16_t special_bits[] = {static_cast<std::uint16_t>(bf16 ? 0x7FC0 : 0x7E00),
+                                        static_cast<std::uint16_t>(bf16 ? 0x7F80 : 0x7C00),
+                                        static_cast<std::uint16_t>(bf16 ? 0xFF80 : 0xFC00),
+                                        0x0000,
+                                        0x8000,
+                                        0x0001,
+                                        0x8003,
+                                        static_cast<std::uint16_t>(bf16 ? 0x43E0 : 0x5F00),
+                                        static_cast<std::uint16_t>(bf16 ? 0xC3E0 : 0xDF00)};
   std::vector<std::uint16_t> out(n);
   for (auto& bits : out) {
     if (specials && pick(rng) == 0) {

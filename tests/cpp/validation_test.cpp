@@ -102,7 +102,8 @@ TEST_F(validation, rejects_cache_dtype_other_than_uint8) {
 TEST_F(validation, rejects_cache_of_wrong_rank) {
   kv_cache.ndim = 2;
   kv_cache.shape[1] = 368;
-  expect_compact_error(ErrorCode::kShape, "kv_cache: shape must be (num_blocks, block_size, record_bytes), got (2, 368)");
+  expect_compact_error(ErrorCode::kShape,
+                       "kv_cache: shape must be (num_blocks, block_size, record_bytes), got (2, 368)");
 }
 
 TEST_F(validation, rejects_zero_num_blocks) {
@@ -167,7 +168,8 @@ TEST_F(validation, rejects_overlapping_records) {
 
 TEST_F(validation, rejects_overlapping_blocks) {
   kv_cache.strides[0] = 8 * 368;
-  expect_compact_error(ErrorCode::kLayout, "kv_cache: block stride must be >= 5888 (blocks must not overlap), got 2944");
+  expect_compact_error(ErrorCode::kLayout,
+                       "kv_cache: block stride must be >= 5888 (blocks must not overlap), got 2944");
 }
 
 TEST_F(validation, rejects_kv_c_base_not_4_byte_aligned) {
@@ -213,7 +215,8 @@ TEST_F(validation, rejects_a_cuda_scale_with_cpu_tensors) {
   TensorView scale = mlakv::make_view(&value, DType::kFloat32, {1});
   scale.device = {mlakv::DeviceType::kCuda, 0};
   expect_error([&] { mlakv::concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, kv_cache, slots, &scale); },
-               ErrorCode::kDevice, std::string(kCompact) + "scale: must be on the CPU or on the tensors' device (cpu), got cuda:0");
+               ErrorCode::kDevice,
+               std::string(kCompact) + "scale: must be on the CPU or on the tensors' device (cpu), got cuda:0");
 }
 
 TEST_F(validation, rejects_cache_capacity_overflowing_the_slot_index_type) {
@@ -240,25 +243,29 @@ TEST_F(validation, rejects_unknown_kv_cache_dtype_listing_accepted_ones) {
 TEST_F(validation, fp8_requires_a_scale) {
   TensorView cache576 = cache656.view(576);
   cache576.strides[1] = 576;
-  expect_error([&] { mlakv::concat_and_cache_mla(kv_c, k_pe, cache576, slots, "fp8", nullptr); }, ErrorCode::kValue,
-               "mlakv::concat_and_cache_mla(fp8_e4m3): scale: this format requires k_scale, a 1-element float32, got none");
+  expect_error(
+      [&] { mlakv::concat_and_cache_mla(kv_c, k_pe, cache576, slots, "fp8", nullptr); }, ErrorCode::kValue,
+      "mlakv::concat_and_cache_mla(fp8_e4m3): scale: this format requires k_scale, a 1-element float32, got none");
 }
 
 TEST_F(validation, rejects_scale_not_float32) {
   std::int64_t wrong = 1;
   const TensorView scale = mlakv::make_view(&wrong, DType::kInt64, {1});
-  expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kDtype, std::string(kStockFp8DsMla) + "scale: dtype must be float32, got int64");
+  expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kDtype,
+                     std::string(kStockFp8DsMla) + "scale: dtype must be float32, got int64");
 }
 
 TEST_F(validation, rejects_scale_of_more_than_one_element) {
   float two[2] = {1.0f, 2.0f};
   const TensorView scale = mlakv::make_view(two, DType::kFloat32, {2});
-  expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kShape, std::string(kStockFp8DsMla) + "scale: must hold exactly 1 element, got (2,)");
+  expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kShape,
+                     std::string(kStockFp8DsMla) + "scale: must hold exactly 1 element, got (2,)");
 }
 
 TEST_F(validation, stock_entry_point_names_the_resolved_format) {
   kv_c.shape[1] = 500;
-  expect_stock_error("fp8_ds_mla", nullptr, ErrorCode::kShape, std::string(kStockFp8DsMla) + "kv_c: shape must be (T, 512), got (4, 500)");
+  expect_stock_error("fp8_ds_mla", nullptr, ErrorCode::kShape,
+                     std::string(kStockFp8DsMla) + "kv_c: shape must be (T, 512), got (4, 500)");
 }
 
 TEST_F(validation, sixteen_bit_record_requires_its_own_input_dtype) {
@@ -304,21 +311,24 @@ TEST_F(gather_validation, rejects_output_rows_differing_from_slots) {
 
 TEST_F(gather_validation, rejects_output_dtype_other_than_float32_or_bf16) {
   kv_out_view.dtype = DType::kFloat16;
-  expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
-                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): kv_c_out: dtype must be float32 or bf16, got fp16");
+  expect_gather_error(
+      mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
+      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): kv_c_out: dtype must be float32 or bf16, got fp16");
 }
 
 TEST_F(gather_validation, rejects_outputs_of_different_dtypes) {
   pe_out_view.dtype = DType::kBFloat16;
-  expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
-                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): k_pe_out: dtype must match kv_c_out (float32), got bf16");
+  expect_gather_error(
+      mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
+      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): k_pe_out: dtype must match kv_c_out (float32), got bf16");
 }
 
 TEST_F(gather_validation, fp8_e4m3_requires_the_scale) {
   kv_cache = cache656.view(576);
   kv_cache.strides[1] = 576;
-  expect_gather_error(mlakv::Format::kFp8E4m3, ErrorCode::kValue,
-                      "mlakv::gather_records(fp8_e4m3): scale: this format requires k_scale, a 1-element float32, got none");
+  expect_gather_error(
+      mlakv::Format::kFp8E4m3, ErrorCode::kValue,
+      "mlakv::gather_records(fp8_e4m3): scale: this format requires k_scale, a 1-element float32, got none");
 }
 
 TEST_F(gather_validation, rejects_rope_dtype_other_than_bf16_or_fp16) {

@@ -59,8 +59,9 @@ TEST(writer, writes_only_in_range_slots_and_leaves_guard_pages_untouched) {
       ASSERT_TRUE(inside) << "byte " << i << " outside the addressed records changed";
     }
     for (const auto& [token, slot] : {std::pair{0, 0}, std::pair{3, 65}, std::pair{5, 130}}) {
-      const std::vector<std::uint8_t> record(cache.storage().begin() + static_cast<std::ptrdiff_t>(cache.record_offset(slot)),
-                                             cache.storage().begin() + static_cast<std::ptrdiff_t>(cache.record_offset(slot) + info.record_bytes));
+      const std::vector<std::uint8_t> record(
+          cache.storage().begin() + static_cast<std::ptrdiff_t>(cache.record_offset(slot)),
+          cache.storage().begin() + static_cast<std::ptrdiff_t>(cache.record_offset(slot) + info.record_bytes));
       EXPECT_EQ(first_difference(record, in.reference_record(info.format, token), info.record_bytes), "")
           << "slot " << slot;
     }
@@ -83,7 +84,8 @@ TEST(writer, signalling_nan_inputs_give_the_bytes_of_quiet_nan_inputs) {
       if (rope_quantized) signalling.k_pe[5] = signalling.k_pe[70] = snan;
       auto quiet = signalling;
       for (auto* v : {&quiet.kv_c, &quiet.k_pe}) std::replace(v->begin(), v->end(), snan, qnan);
-      EXPECT_EQ(write_tokens(f, dtype, signalling.kv_c, signalling.k_pe), write_tokens(f, dtype, quiet.kv_c, quiet.k_pe))
+      EXPECT_EQ(write_tokens(f, dtype, signalling.kv_c, signalling.k_pe),
+                write_tokens(f, dtype, quiet.kv_c, quiet.k_pe))
           << mlakv::format_info(f).id << " " << mlakv::dtype_name(dtype);
     }
   }
@@ -116,7 +118,8 @@ TEST(writer, uses_only_the_first_t_rows_and_honours_row_strides) {
     pe_view.strides[0] = kPeStride;
     std::vector<std::uint8_t> cache(4 * info.record_bytes);
     std::vector<std::int64_t> slots = {0, 1, 2, 3};
-    mlakv::write_records(info.format, kv_view, pe_view, mlakv::make_view(cache.data(), DType::kUInt8, {1, 4, info.record_bytes}),
+    mlakv::write_records(info.format, kv_view, pe_view,
+                         mlakv::make_view(cache.data(), DType::kUInt8, {1, 4, info.record_bytes}),
                          mlakv::make_view(slots.data(), DType::kInt64, {4}), &kScaleOne);
     EXPECT_EQ(first_difference(cache, write_tokens(info.format, dtype, dense.kv_c, dense.k_pe), info.record_bytes), "");
   }
@@ -138,8 +141,8 @@ TEST(writer, many_tokens_in_parallel_match_token_by_token_writes) {
 void stock_write(Inputs& in, TensorView k_pe, TensorView slots, std::vector<std::uint8_t>& cache, const char* dtype,
                  int record_bytes, const TensorView* scale = &kScaleOne) {
   mlakv::concat_and_cache_mla(in.kv_c_view(), k_pe,
-                              mlakv::make_view(cache.data(), DType::kUInt8, {1, in.tokens, record_bytes}), slots,
-                              dtype, scale);
+                              mlakv::make_view(cache.data(), DType::kUInt8, {1, in.tokens, record_bytes}), slots, dtype,
+                              scale);
 }
 
 TEST(concat_and_cache_mla, squeezes_k_pe_view_and_flattens_slot_column) {
@@ -150,13 +153,17 @@ TEST(concat_and_cache_mla, squeezes_k_pe_view_and_flattens_slot_column) {
   stock_write(in, mlakv::make_view(in.k_pe.data(), DType::kBFloat16, {8, 1, 64}),
               mlakv::make_view(slots.data(), DType::kInt64, {8, 1}), viewed, "fp8_ds_mla", 656);
   EXPECT_EQ(flat, viewed);
-  EXPECT_EQ(first_difference(std::vector<std::uint8_t>(flat.begin(), flat.begin() + 656), in.reference_record(Format::kFp8DsMla, 7), 656), "");
+  EXPECT_EQ(first_difference(std::vector<std::uint8_t>(flat.begin(), flat.begin() + 656),
+                             in.reference_record(Format::kFp8DsMla, 7), 656),
+            "");
 }
 
 TEST(concat_and_cache_mla, engine_strings_select_their_records) {
-  const std::pair<const char*, Format> cases[] = {
-      {"fp8", Format::kFp8E4m3},           {"fp8_e4m3", Format::kFp8E4m3},     {"fp8_ds_mla", Format::kFp8DsMla},
-      {"nvfp4_ds_mla", Format::kNvfp4DsMla}, {"nvfp4_fp8_ds_mla", Format::kNvfp4Fp8DsMla}};
+  const std::pair<const char*, Format> cases[] = {{"fp8", Format::kFp8E4m3},
+                                                  {"fp8_e4m3", Format::kFp8E4m3},
+                                                  {"fp8_ds_mla", Format::kFp8DsMla},
+                                                  {"nvfp4_ds_mla", Format::kNvfp4DsMla},
+                                                  {"nvfp4_fp8_ds_mla", Format::kNvfp4Fp8DsMla}};
   float k_scale = 0.25f;
   const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
   for (const auto& [name, format] : cases) {
@@ -170,7 +177,8 @@ TEST(concat_and_cache_mla, engine_strings_select_their_records) {
 }
 
 TEST(concat_and_cache_mla, auto_picks_the_record_of_the_input_dtype) {
-  for (const auto& [dtype, format] : {std::pair{DType::kBFloat16, Format::kBf16}, std::pair{DType::kFloat16, Format::kFp16}}) {
+  for (const auto& [dtype, format] :
+       {std::pair{DType::kBFloat16, Format::kBf16}, std::pair{DType::kFloat16, Format::kFp16}}) {
     Inputs in(2, dtype, 4);
     std::vector<std::uint8_t> cache(2 * 1152);
     std::vector<std::int64_t> slots = {0, 1};
@@ -226,8 +234,9 @@ TEST(gather_records, decodes_written_records_and_zeros_out_of_range_slots) {
     // Rows 0 and 4 decode slots 2 and 0; lossless formats give the inputs back exactly.
     if (info.format == Format::kBf16 || info.format == Format::kFp16) {
       for (int i = 0; i < 512; ++i) {
-        const float want = dtype == DType::kBFloat16 ? mlakv::codec::load_input<mlakv::codec::InputDtype::kBf16>(in.kv_c[2 * 512 + i])
-                                                     : mlakv::codec::load_input<mlakv::codec::InputDtype::kFp16>(in.kv_c[2 * 512 + i]);
+        const float want = dtype == DType::kBFloat16
+                               ? mlakv::codec::load_input<mlakv::codec::InputDtype::kBf16>(in.kv_c[2 * 512 + i])
+                               : mlakv::codec::load_input<mlakv::codec::InputDtype::kFp16>(in.kv_c[2 * 512 + i]);
         ASSERT_EQ(kv_out[i], want) << i;
       }
     }

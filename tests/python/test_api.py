@@ -9,9 +9,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import BF16, random_inputs
 
 import mlakv
+from conftest import BF16, random_inputs
 from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
 RECORD_BYTES = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BF16, random_inputs
 
 import mlakv
+from conftest import BF16, random_inputs
 from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
 torch = pytest.importorskip("torch")
@@ -51,7 +51,9 @@ def test_torch_cuda_writer_matches_cpu_bytes(fmt):
             to_torch(kv_c), to_torch(k_pe), cache, to_torch(slots), scale, per_token_scale=fmt.endswith("pts")
         )
     else:
-        mlakv.concat_and_cache_mla(to_torch(kv_c), to_torch(k_pe)[:, None, :], cache, to_torch(slots), ENGINE.get(fmt, fmt), scale)
+        mlakv.concat_and_cache_mla(
+            to_torch(kv_c), to_torch(k_pe)[:, None, :], cache, to_torch(slots), ENGINE.get(fmt, fmt), scale
+        )
     torch.cuda.synchronize()
     np.testing.assert_array_equal(cache.cpu().numpy(), want)
 
@@ -63,7 +65,9 @@ def test_cupy_arrays_match_cpu_bytes():
     want = cpu_write("nvfp4_ds_mla_fp8_rope", kv_c, k_pe, slots, None, (1, 64, 368))
     cache = cupy.zeros((1, 64, 368), dtype=cupy.uint8)
     stream = cupy.cuda.Stream(non_blocking=True)
-    concat_and_cache_nvfp4_mla_fp8_rope(cupy.asarray(kv_c), cupy.asarray(k_pe), cache, cupy.asarray(slots), stream=stream)
+    concat_and_cache_nvfp4_mla_fp8_rope(
+        cupy.asarray(kv_c), cupy.asarray(k_pe), cache, cupy.asarray(slots), stream=stream
+    )
     stream.synchronize()
     np.testing.assert_array_equal(cupy.asnumpy(cache), want)
 

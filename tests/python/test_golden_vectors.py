@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BF16
 
 import mlakv
+from conftest import BF16
 from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
 VECTORS = sorted((Path(__file__).parents[1] / "data" / "vectors").glob("*.json"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BF16, random_inputs
 
 import mlakv
+from conftest import BF16, random_inputs
 from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
 T = 4
@@ -50,7 +50,9 @@ def test_fixture_arguments_are_accepted(args):
 
 
 def test_kv_c_of_wrong_width(args):
-    expect_rejected(args, ValueError, COMPACT + "kv_c: shape must be (T, 512), got (4, 256)", kv_c=args["kv_c"][:, :256])
+    expect_rejected(
+        args, ValueError, COMPACT + "kv_c: shape must be (T, 512), got (4, 256)", kv_c=args["kv_c"][:, :256]
+    )
 
 
 def test_k_pe_of_wrong_width(args):
@@ -77,7 +79,10 @@ def test_k_pe_dtype_differs_from_kv_c(args):
 
 def test_cache_last_dim_not_record_bytes(args):
     expect_rejected(
-        args, ValueError, COMPACT + "kv_cache: last dim must be 368 (record bytes), got 432", kv_cache=aligned((2, 16, 432))
+        args,
+        ValueError,
+        COMPACT + "kv_cache: last dim must be 368 (record bytes), got 432",
+        kv_cache=aligned((2, 16, 432)),
     )
 
 
@@ -88,16 +93,23 @@ def test_cache_dtype_not_uint8(args):
 
 
 def test_zero_num_blocks(args):
-    expect_rejected(args, ValueError, COMPACT + "kv_cache: num_blocks must be > 0, got (0, 16, 368)", kv_cache=aligned((0, 16, 368)))
+    expect_rejected(
+        args, ValueError, COMPACT + "kv_cache: num_blocks must be > 0, got (0, 16, 368)", kv_cache=aligned((0, 16, 368))
+    )
 
 
 def test_zero_block_size(args):
-    expect_rejected(args, ValueError, COMPACT + "kv_cache: block_size must be > 0, got (2, 0, 368)", kv_cache=aligned((2, 0, 368)))
+    expect_rejected(
+        args, ValueError, COMPACT + "kv_cache: block_size must be > 0, got (2, 0, 368)", kv_cache=aligned((2, 0, 368))
+    )
 
 
 def test_slot_mapping_not_int64(args):
     expect_rejected(
-        args, TypeError, COMPACT + "slot_mapping: dtype must be int64, got int32", slot_mapping=np.arange(T, dtype=np.int32)
+        args,
+        TypeError,
+        COMPACT + "slot_mapping: dtype must be int64, got int32",
+        slot_mapping=np.arange(T, dtype=np.int32),
     )
 
 
@@ -140,14 +152,20 @@ def test_k_pe_fewer_rows_than_slots(args):
 def test_kv_c_not_innermost_contiguous(args):
     wide = np.repeat(args["kv_c"], 2, axis=1)
     expect_rejected(
-        args, ValueError, COMPACT + "kv_c: rows must be innermost-contiguous (stride 1), got stride 2", kv_c=wide[:, ::2]
+        args,
+        ValueError,
+        COMPACT + "kv_c: rows must be innermost-contiguous (stride 1), got stride 2",
+        kv_c=wide[:, ::2],
     )
 
 
 def test_cache_not_innermost_contiguous(args):
     cache = aligned((2, 16, 736))[:, :, ::2]
     expect_rejected(
-        args, ValueError, COMPACT + "kv_cache: records must be innermost-contiguous (stride 1), got stride 2", kv_cache=cache
+        args,
+        ValueError,
+        COMPACT + "kv_cache: records must be innermost-contiguous (stride 1), got stride 2",
+        kv_cache=cache,
     )
 
 

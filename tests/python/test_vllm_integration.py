@@ -10,9 +10,9 @@ import types
 
 import numpy as np
 import pytest
-from conftest import BF16, random_inputs
 
 import mlakv
+from conftest import BF16, random_inputs
 from mlakv.integrations import vllm
 from mlakv.integrations.vllm import COMPACT_UNAVAILABLE, MlaKvCacheWriter
 
@@ -85,7 +85,7 @@ def test_disabled_writer_calls_the_stock_op_with_the_engine_arguments(monkeypatc
     kv_c, k_pe, cache, slots = tensors()
     scale = np.array([0.5], np.float32)
     w.update(kv_c, k_pe, cache, slots, "nvfp4_ds_mla", scale)
-    (args, kwargs), = stock.calls
+    ((args, kwargs),) = stock.calls
     assert args[0] is kv_c and args[1] is k_pe and args[2] is cache and args[3] is slots
     assert kwargs == {"kv_cache_dtype": "nvfp4_ds_mla", "scale": scale} and kwargs["scale"] is scale
     assert "mlakv.kv_cache" not in imported
@@ -111,7 +111,9 @@ def test_enabled_writer_binds_once_and_passes_squeezed_flattened_identical_argum
 
 def test_per_token_scale_is_passed_only_when_requested(fake_compact):
     kv_c, k_pe, cache, slots = tensors()
-    MlaKvCacheWriter("nvfp4_ds_mla", fp8_rope=True, per_token_scale=True).update(kv_c, k_pe, cache, slots, "nvfp4_ds_mla", None)
+    MlaKvCacheWriter("nvfp4_ds_mla", fp8_rope=True, per_token_scale=True).update(
+        kv_c, k_pe, cache, slots, "nvfp4_ds_mla", None
+    )
     assert fake_compact.calls[0][1] == {"per_token_scale": True}
 
 
@@ -144,7 +146,8 @@ def test_missing_attribute_fails_closed_with_the_targeted_message(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "failure", [ModuleNotFoundError("No module named 'cuda_helper'", name="cuda_helper"), RuntimeError("CUDA init failed")]
+    "failure",
+    [ModuleNotFoundError("No module named 'cuda_helper'", name="cuda_helper"), RuntimeError("CUDA init failed")],
 )
 def test_other_import_failures_propagate_as_themselves(monkeypatch, failure):
     def failing_import(name, *args):
@@ -202,6 +205,10 @@ def test_torch_custom_ops_round_trip_on_cpu_tensors():
     with FakeTensorMode():
         fake_cache = torch.empty((1, 8, 368), dtype=torch.uint8)
         torch.ops.mlakv.concat_and_cache_nvfp4_mla_fp8_rope(
-            torch.empty((8, 512), dtype=torch.bfloat16), torch.empty((8, 64), dtype=torch.bfloat16), fake_cache,
-            torch.empty((8,), dtype=torch.int64), None, False,
+            torch.empty((8, 512), dtype=torch.bfloat16),
+            torch.empty((8, 64), dtype=torch.bfloat16),
+            fake_cache,
+            torch.empty((8,), dtype=torch.int64),
+            None,
+            False,
         )

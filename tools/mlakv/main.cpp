@@ -3,12 +3,16 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "commands.h"
 #include "mlakv/error.h"
 #include "mlakv/version.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"mlakv: compact KV-cache record formats of MLA models"};
   app.set_version_flag("--version", mlakv::kVersion);
   app.require_subcommand(1);
@@ -28,4 +32,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // anything else: a bug, reported rather than std::terminate
+    std::fprintf(stderr, "mlakv: internal error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -69,7 +69,8 @@ void run_roundtrip(const RoundtripOptions& options) {
     std::vector<float> k_pe_out(a.k_pe_f32.size());
     GatherOptions gather_options;
     gather_options.scale = &scale;
-    gather_records(info.format, cache_view, slot_view, make_view(kv_c_out.data(), DType::kFloat32, {tokens, format::kLatentDim}),
+    gather_records(info.format, cache_view, slot_view,
+                   make_view(kv_c_out.data(), DType::kFloat32, {tokens, format::kLatentDim}),
                    make_view(k_pe_out.data(), DType::kFloat32, {tokens, format::kRopeDim}), gather_options);
     const ErrorStats latent = error_stats(a.kv_c_f32, kv_c_out);
     const ErrorStats rope = error_stats(a.k_pe_f32, k_pe_out);

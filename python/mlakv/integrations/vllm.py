@@ -83,9 +83,7 @@ class MlaKvCacheWriter:
         if not self.compact:
             import mlakv  # looked up per call, so the stock op is the one the package exposes now
 
-            mlakv.concat_and_cache_mla(
-                kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype=kv_cache_dtype, scale=k_scale
-            )
+            mlakv.concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype=kv_cache_dtype, scale=k_scale)
             return
         if kv_cache_dtype != NVFP4_CACHE_DTYPE:
             raise RuntimeError(f"KV_FP8_ROPE writer reached a non-NVFP4 cache: {kv_cache_dtype!r}")
