@@ -74,7 +74,8 @@ double bound(Format f, const std::uint8_t* r, int i, double x, float k_scale, DT
 class round_trip : public ::testing::TestWithParam<std::tuple<Format, DType>> {};
 
 TEST_P(round_trip, error_within_the_format_rounding_bound_and_no_nan) {
-  const auto [format, dtype] = GetParam();
+  const Format format = std::get<0>(GetParam());
+  const DType dtype = std::get<1>(GetParam());
   constexpr std::int64_t kTokens = 512;
   const float k_scale = 0.03125f;
   const auto kv_c = random_inputs(kTokens * 512, dtype, 100, false);
