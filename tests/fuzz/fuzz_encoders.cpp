@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every encoder on arbitrary 16-bit inputs (NaN, inf, subnormals, -0 included),
 // checked against ABI.md's rules after decoding: finite inputs never decode to
-// NaN or inf; a NaN input decodes as its format says; encoding is deterministic
-// and never writes outside the record (an exact-size heap block).
+// NaN or inf, nor past a format's saturation limit; a NaN input decodes as its
+// format says; encoding is deterministic and never writes outside the record
+// (an exact-size heap block).
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -61,10 +62,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     any_inf |= std::isinf(x);
     any_nan |= std::isnan(x);
   }
-  // Finite inputs: finite outputs, in every format.
+  // Finite inputs: finite outputs, in every format, within each format's saturation limit.
   if (!any_inf && !any_nan) {
     for (float v : kv_out) check(std::isfinite(v));
     for (float v : pe_out) check(std::isfinite(v));
+    if (format == Format::kFp8E4m3) {  // E4M3 saturates at 448: |decoded| <= 448 * k_scale
+      for (float v : kv_out) check(std::fabs(v) <= 448.0f * k_scale);
+      for (float v : pe_out) check(std::fabs(v) <= 448.0f * k_scale);
+    }
+    if (format == Format::kNvfp4Fp8DsMla) {  // RoPE clamped to +-448
+      for (float v : pe_out) check(std::fabs(v) <= 448.0f);
+    }
     return 0;
   }
   if (any_inf) return 0;  // an inf makes a scale infinite: documented per format in docs/formats
