@@ -11,6 +11,7 @@ def concat_and_cache_mla(
     slot_mapping: Annotated[NDArray, dict(writable=False)],
     kv_cache_dtype: str,
     scale: Annotated[NDArray, dict(writable=False)] | None,
+    stream: int,
 ) -> None: ...
 def concat_and_cache_nvfp4_mla_fp8_rope(
     kv_c: Annotated[NDArray, dict(writable=False)],
@@ -21,6 +22,7 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
     slot_mapping: Annotated[NDArray, dict(writable=False)],
     scale: Annotated[NDArray, dict(writable=False)] | None,
     per_token_scale: bool,
+    stream: int,
 ) -> None: ...
 def gather_records(
     format: str,
@@ -28,8 +30,23 @@ def gather_records(
     slots: Annotated[NDArray, dict(writable=False)],
     kv_c_out: NDArray,
     k_pe_out: NDArray,
+    out_tag: str | None,
     scale: Annotated[NDArray, dict(writable=False)] | None,
     rope_dtype: str,
+    stream: int,
+) -> None: ...
+def gather_records_paged(
+    format: str,
+    kv_cache: Annotated[NDArray, dict(writable=False)],
+    block_table: Annotated[NDArray, dict(writable=False)],
+    seq_lens: Annotated[NDArray, dict(writable=False)],
+    cu_seq_lens: Annotated[NDArray, dict(writable=False)],
+    kv_c_out: NDArray,
+    k_pe_out: NDArray,
+    out_tag: str | None,
+    scale: Annotated[NDArray, dict(writable=False)] | None,
+    rope_dtype: str,
+    stream: int,
 ) -> None: ...
 def formats() -> list: ...
 def capabilities() -> list: ...
