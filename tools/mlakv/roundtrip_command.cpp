@@ -6,9 +6,11 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "commands.h"
+#include "device_buffer.h"
 #include "format/specs.h"
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
@@ -21,6 +23,7 @@ namespace {
 struct RoundtripOptions {
   std::int64_t tokens = 4096;
   std::uint64_t seed = 0;
+  std::string device = "cpu";
 };
 
 struct ErrorStats {
@@ -50,28 +53,42 @@ void run_roundtrip(const RoundtripOptions& options) {
   std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
   std::iota(slots.begin(), slots.end(), 0);
   float k_scale = 1.0f;
-  TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
+  TensorView scale = make_view(&k_scale, DType::kFloat32, {1});  // a CPU k_scale is passed by value to CUDA too
+  const Device device = resolve_device(options.device);
+  const auto on = [device](DeviceBuffer& buffer, TensorView view) {
+    view.data = buffer.data();
+    view.device = device;
+    return view;
+  };
+  DeviceBuffer slot_buffer(device, slots.data(), slots.size() * sizeof(std::int64_t));
+  const TensorView slot_view = on(slot_buffer, make_view(nullptr, DType::kInt64, {tokens}));
 
-  fmt::print("round trip of {} synthetic tokens (seed {}) through every format, CPU backend\n", tokens, options.seed);
+  fmt::print("round trip of {} synthetic tokens (seed {}) through every format, {} backend\n", tokens, options.seed,
+             device.type == DeviceType::kCuda ? "CUDA" : "CPU");
   fmt::print("{:<26} {:>5} {:>9}  {:>14} {:>14}  {:>14} {:>14}\n", "format", "bytes", "vs bf16", "latent rel rms",
              "latent max abs", "rope rel rms", "rope max abs");
   const int bf16_bytes = format_info(Format::kBf16).record_bytes;
   for (const FormatInfo& info : formats()) {
     const Activations& a = info.format == Format::kFp16 ? fp16 : bf16;
-    std::vector<std::uint8_t> cache(static_cast<std::size_t>(num_blocks * kBlockSize * info.record_bytes));
-    const TensorView kv_c = make_view(const_cast<std::uint16_t*>(a.kv_c.data()), a.dtype, {tokens, format::kLatentDim});
-    const TensorView k_pe = make_view(const_cast<std::uint16_t*>(a.k_pe.data()), a.dtype, {tokens, format::kRopeDim});
-    const TensorView cache_view = make_view(cache.data(), DType::kUInt8, {num_blocks, kBlockSize, info.record_bytes});
-    const TensorView slot_view = make_view(slots.data(), DType::kInt64, {tokens});
-    write_records(info.format, kv_c, k_pe, cache_view, slot_view, &scale);
-
-    std::vector<float> kv_c_out(a.kv_c_f32.size());
-    std::vector<float> k_pe_out(a.k_pe_f32.size());
+    DeviceBuffer kv_buffer(device, a.kv_c.data(), a.kv_c.size() * 2);
+    DeviceBuffer pe_buffer(device, a.k_pe.data(), a.k_pe.size() * 2);
+    DeviceBuffer cache(device, nullptr, static_cast<std::size_t>(num_blocks * kBlockSize * info.record_bytes));
+    DeviceBuffer kv_out(device, nullptr, a.kv_c_f32.size() * sizeof(float));
+    DeviceBuffer pe_out(device, nullptr, a.k_pe_f32.size() * sizeof(float));
+    const TensorView cache_view =
+        on(cache, make_view(nullptr, DType::kUInt8, {num_blocks, kBlockSize, info.record_bytes}));
+    write_records(info.format, on(kv_buffer, make_view(nullptr, a.dtype, {tokens, format::kLatentDim})),
+                  on(pe_buffer, make_view(nullptr, a.dtype, {tokens, format::kRopeDim})), cache_view, slot_view,
+                  &scale);
     GatherOptions gather_options;
     gather_options.scale = &scale;
     gather_records(info.format, cache_view, slot_view,
-                   make_view(kv_c_out.data(), DType::kFloat32, {tokens, format::kLatentDim}),
-                   make_view(k_pe_out.data(), DType::kFloat32, {tokens, format::kRopeDim}), gather_options);
+                   on(kv_out, make_view(nullptr, DType::kFloat32, {tokens, format::kLatentDim})),
+                   on(pe_out, make_view(nullptr, DType::kFloat32, {tokens, format::kRopeDim})), gather_options);
+    std::vector<float> kv_c_out(a.kv_c_f32.size());
+    std::vector<float> k_pe_out(a.k_pe_f32.size());
+    kv_out.copy_to_host(kv_c_out.data());
+    pe_out.copy_to_host(k_pe_out.data());
     const ErrorStats latent = error_stats(a.kv_c_f32, kv_c_out);
     const ErrorStats rope = error_stats(a.k_pe_f32, k_pe_out);
     fmt::print("{:<26} {:>5} {:>8.2f}x  {:>14.3e} {:>14.3e}  {:>14.3e} {:>14.3e}\n", info.id, info.record_bytes,
@@ -88,6 +105,8 @@ void add_roundtrip_command(CLI::App& app) {
   auto options = std::make_shared<RoundtripOptions>();
   cmd->add_option("--tokens", options->tokens, "Number of tokens")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--seed", options->seed, "Seed of the synthetic activations");
+  cmd->add_option("--device", options->device, "cpu, cuda, or auto (cuda when a device is present)")
+      ->default_val("cpu");
   cmd->callback([options] { run_roundtrip(*options); });
 }
 
