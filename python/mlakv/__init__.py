@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _mlakv
-from ._arrays import empty, input_array, output_array, scale_array, slot_array, stream_handle
+from ._arrays import empty, input_array, output_array, scale_array, slot_array, stream_handle, writer_arguments
 from ._arrays import export as export_cache
 
 __version__: str = _mlakv.__version__
@@ -66,20 +66,8 @@ def concat_and_cache_mla(
         stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's
             current stream for torch tensors, else the legacy default stream.
     """
-    handle = stream_handle(stream, kv_c, kv_cache)
-    kv_c, kv_c_tag = input_array(kv_c)
-    k_pe, k_pe_tag = input_array(k_pe)
-    _mlakv.concat_and_cache_mla(
-        kv_c,
-        kv_c_tag,
-        k_pe,
-        k_pe_tag,
-        output_array(kv_cache)[0],
-        slot_array(slot_mapping),
-        kv_cache_dtype,
-        scale_array(scale),
-        handle,
-    )
+    tensors, scale, handle = writer_arguments(kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
+    _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, handle)
 
 
 def _check_rope_dtype(function: str, format: str, rope_dtype: str) -> None:

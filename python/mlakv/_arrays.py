@@ -90,3 +90,12 @@ def empty(like: Any, shape: tuple[int, ...], dtype: str) -> Any:
 def output_array(x: Any) -> tuple[Any, str | None]:
     """Outputs travel like inputs: a numpy bfloat16 array as a uint16 view tagged 'bf16'."""
     return input_array(x)
+
+
+def writer_arguments(kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, scale: Any, stream: Any) -> tuple:
+    """The extension's writer arguments: ((kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slots), scale, stream)."""
+    handle = stream_handle(stream, kv_c, kv_cache)
+    kv_c, kv_c_tag = input_array(kv_c)
+    k_pe, k_pe_tag = input_array(k_pe)
+    tensors = (kv_c, kv_c_tag, k_pe, k_pe_tag, output_array(kv_cache)[0], slot_array(slot_mapping))
+    return tensors, scale_array(scale), handle

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _mlakv
-from ._arrays import input_array, output_array, scale_array, slot_array, stream_handle
+from ._arrays import writer_arguments
 
 __all__ = ["concat_and_cache_nvfp4_mla_fp8_rope"]
 
@@ -38,17 +38,5 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
         stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's
             current stream for torch tensors, else the legacy default stream.
     """
-    handle = stream_handle(stream, kv_c, kv_cache)
-    kv_c, kv_c_tag = input_array(kv_c)
-    k_pe, k_pe_tag = input_array(k_pe)
-    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(
-        kv_c,
-        kv_c_tag,
-        k_pe,
-        k_pe_tag,
-        output_array(kv_cache)[0],
-        slot_array(slot_mapping),
-        scale_array(scale),
-        bool(per_token_scale),
-        handle,
-    )
+    tensors, scale, handle = writer_arguments(kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
+    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(*tensors, scale, bool(per_token_scale), handle)

@@ -35,31 +35,35 @@ GatherOptions gather_options(const std::optional<TensorView>& scale, const std::
   return options;
 }
 
+// The views of a writer call, converted while the GIL is held.
+struct WriterViews {
+  TensorView kv_c, k_pe, kv_cache, slot_mapping;
+  std::optional<TensorView> scale;
+  const TensorView* scale_ptr() const { return scale ? &*scale : nullptr; }
+};
+
+WriterViews writer_views(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
+                         const OutArray& kv_cache, const Array& slot_mapping, const std::optional<Array>& scale) {
+  return {to_view(kv_c, kv_c_tag), to_view(k_pe, k_pe_tag), to_view(kv_cache), to_view(slot_mapping),
+          optional_view(scale)};
+}
+
 void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
                              const OutArray& kv_cache, const Array& slot_mapping, const std::string& kv_cache_dtype,
                              const std::optional<Array>& scale, std::uintptr_t stream) {
-  const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
-  const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
-  const TensorView cache_view = to_view(kv_cache);
-  const TensorView slot_view = to_view(slot_mapping);
-  const std::optional<TensorView> scale_view = optional_view(scale);
+  const WriterViews v = writer_views(kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_mapping, scale);
   nb::gil_scoped_release release;
-  concat_and_cache_mla(kv_c_view, k_pe_view, cache_view, slot_view, kv_cache_dtype, scale_view ? &*scale_view : nullptr,
-                       to_stream(stream));
+  concat_and_cache_mla(v.kv_c, v.k_pe, v.kv_cache, v.slot_mapping, kv_cache_dtype, v.scale_ptr(), to_stream(stream));
 }
 
 void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
                                             const Tag& k_pe_tag, const OutArray& kv_cache, const Array& slot_mapping,
                                             const std::optional<Array>& scale, bool per_token_scale,
                                             std::uintptr_t stream) {
-  const TensorView kv_c_view = to_view(kv_c, kv_c_tag);
-  const TensorView k_pe_view = to_view(k_pe, k_pe_tag);
-  const TensorView cache_view = to_view(kv_cache);
-  const TensorView slot_view = to_view(slot_mapping);
-  const std::optional<TensorView> scale_view = optional_view(scale);
+  const WriterViews v = writer_views(kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_mapping, scale);
   nb::gil_scoped_release release;
-  concat_and_cache_nvfp4_mla_fp8_rope(kv_c_view, k_pe_view, cache_view, slot_view, scale_view ? &*scale_view : nullptr,
-                                      per_token_scale, to_stream(stream));
+  concat_and_cache_nvfp4_mla_fp8_rope(v.kv_c, v.k_pe, v.kv_cache, v.slot_mapping, v.scale_ptr(), per_token_scale,
+                                      to_stream(stream));
 }
 
 void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots, const OutArray& kv_c_out,
