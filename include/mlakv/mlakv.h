@@ -2,6 +2,7 @@
 // The whole public surface of mlakv.
 #pragma once
 
+#include "mlakv/attention.h"
 #include "mlakv/capabilities.h"
 #include "mlakv/engine.h"
 #include "mlakv/error.h"

@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 
+#include "api/dispatch.h"
 #include "api/validate.h"
 #include "cpu/cpu_backend.h"
 #include "mlakv/readers.h"
@@ -42,23 +43,6 @@ Format resolve_engine_dtype(const api::Check& check, std::string_view kv_cache_d
              "'" + std::string(kv_cache_dtype) + "'");
 }
 
-#if MLAKV_WITH_CUDA
-// Launches on the arrays' device, restoring the caller's current device after.
-template <class Launch>
-void on_cuda_device(const api::Check& check, const Device& device, Launch&& launch) {
-  int previous = 0;
-  cudaError_t status = cudaGetDevice(&previous);
-  if (status == cudaSuccess && previous != device.index) status = cudaSetDevice(device.index);
-  if (status == cudaSuccess) status = launch();
-  if (previous != device.index) cudaSetDevice(previous);
-  if (status != cudaSuccess) {
-    cudaGetLastError();
-    check.fail(ErrorCode::kBackend, "launch", "the CUDA runtime reported an error",
-               std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
-  }
-}
-#endif
-
 void run_cpu(const kernels::WriteParams& params) { cpu::write_records(params); }
 void run_cpu(const kernels::GatherParams& params) { cpu::gather_records(params); }
 #if MLAKV_WITH_CUDA
@@ -74,15 +58,11 @@ cudaError_t run_cuda(const kernels::GatherParams& params, StreamHandle stream) {
 template <class Params>
 void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device, StreamHandle stream) {
   if (items == 0) return;
-  if (device.type == DeviceType::kCpu) {
-    run_cpu(params);
-    return;
-  }
 #if MLAKV_WITH_CUDA
-  on_cuda_device(check, device, [&] { return run_cuda(params, stream); });
+  api::run_on_device(check, device, [&] { run_cpu(params); }, [&] { return run_cuda(params, stream); });
 #else
-  (void)check;
   (void)stream;
+  api::run_on_device(check, device, [&] { run_cpu(params); }, [] { return 0; });
 #endif
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/validate.h"
 
+#include "api/rules.h"
+
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -11,17 +13,11 @@
 #endif
 
 namespace mlakv::api {
-namespace {
 
 using format::kCacheAlignment;
 using format::kInputRowAlignment;
 using format::kLatentDim;
 using format::kRopeDim;
-
-struct Named {
-  std::string_view name;
-  const TensorView* view;
-};
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -150,11 +146,6 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
   return {static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0], v.strides[1]};
 }
 
-struct ScaleArg {
-  float value = 1.0f;
-  const float* device = nullptr;  // a scale on the tensors' CUDA device, read by the kernel
-};
-
 // k_scale: a 1-element float32 on the CPU (read now) or on the tensors' CUDA
 // device (read by the kernel, so no host synchronization).
 ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, const Device& device) {
@@ -173,6 +164,8 @@ ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, 
   return {1.0f, static_cast<const float*>(scale->data)};
 }
 
+namespace {
+
 codec::InputDtype input_dtype(const Check& check, const TensorView& kv_c) {
   check.require(kv_c.dtype == DType::kBFloat16 || kv_c.dtype == DType::kFloat16, ErrorCode::kDtype, "kv_c",
                 "dtype must be bf16 or fp16", dtype_name(kv_c.dtype));
@@ -180,6 +173,23 @@ codec::InputDtype input_dtype(const Check& check, const TensorView& kv_c) {
 }
 
 }  // namespace
+
+codec::DecodeParams decode_params(const Check& check, const GatherOptions& options, float k_scale) {
+  check.require(options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16, ErrorCode::kDtype,
+                "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
+  return {k_scale, options.rope_dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16};
+}
+
+const std::int32_t* check_int32_vector(const Check& check, std::string_view name, const TensorView& v,
+                                       std::int64_t length, std::string_view expected) {
+  check_dtype(check, name, v, DType::kInt32);
+  check.require(v.ndim == 1 && v.shape[0] == length, ErrorCode::kShape, name, "shape must be " + std::string(expected),
+                shape_string(v));
+  check.require(v.strides[0] == 1 || length <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
+                "stride " + str(v.strides[0]));
+  check_data(check, name, v);
+  return static_cast<const std::int32_t*>(v.data);
+}
 
 TensorView squeeze_middle_unit_dim(const TensorView& view) {
   if (view.ndim != 3 || view.shape[1] != 1) return view;
@@ -275,11 +285,6 @@ Outputs check_outputs(const Check& check, const TensorView& kv_c_out, const Tens
   return {dtype, kv_c_out.data, kv_c_out.strides[0], k_pe_out.data, k_pe_out.strides[0]};
 }
 
-codec::DecodeParams decode_params(const Check& check, const GatherOptions& options, float k_scale) {
-  check.require(options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16, ErrorCode::kDtype,
-                "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
-  return {k_scale, options.rope_dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16};
-}
 
 kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
                                     std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
@@ -288,17 +293,6 @@ kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& c
                                out.stride_kv_c, out.k_pe, out.stride_k_pe, decode, k_scale_device};
 }
 
-// A 1-D int32 array of `length` elements, contiguous.
-const std::int32_t* check_int32_vector(const Check& check, std::string_view name, const TensorView& v,
-                                       std::int64_t length, std::string_view expected) {
-  check_dtype(check, name, v, DType::kInt32);
-  check.require(v.ndim == 1 && v.shape[0] == length, ErrorCode::kShape, name, "shape must be " + std::string(expected),
-                shape_string(v));
-  check.require(v.strides[0] == 1 || length <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
-                "stride " + str(v.strides[0]));
-  check_data(check, name, v);
-  return static_cast<const std::int32_t*>(v.data);
-}
 
 }  // namespace
 

@@ -32,3 +32,21 @@ TensorView squeeze_middle_unit_dim(const TensorView& view);
 TensorView flatten_column(const TensorView& view);
 
 }  // namespace mlakv::api
+
+#include "kernels/attention_params.h"
+#include "mlakv/attention.h"
+
+namespace mlakv::api {
+
+/// Everything sparse_mla_decode reads and writes; `workspace_bytes_needed` is
+/// what the backend would use with a workspace (checked against its size).
+kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                   const TensorView& kv_cache, const TensorView& indices,
+                                                   const TensorView& out, const TensorView& lse,
+                                                   const SparseDecodeOptions& options);
+
+kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
+                                    const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
+                                    const TensorView& lse);
+
+}  // namespace mlakv::api

@@ -107,3 +107,26 @@ inline void decode_record(const std::uint8_t* record, const DecodeParams& params
 }
 
 }  // namespace mlakv::codec
+
+namespace mlakv::codec {
+
+/// A lane's decoded values as bf16 bits: exactly what the bf16 readers store
+/// and what the attention kernels use as keys and values. Codecs with a direct
+/// bf16 decode (NVFP4) use it; it equals encode_bf16 of decode_lane's values.
+template <class Codec>
+MLAKV_HD void decode_lane_bf16_bits(int lane, const std::uint8_t* record, const DecodeParams& params,
+                                    std::uint16_t* kv_c, std::uint16_t* k_pe) {
+  if constexpr (requires { &Codec::decode_lane_bf16; }) {
+    Codec::decode_lane_bf16(lane, record, params, kv_c, k_pe);
+  } else {
+    float kv[kLatentPerLane];
+    float pe[kRopePerLane];
+    Codec::decode_lane(lane, record, params, kv, pe);
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; ++i) kv_c[i] = encode_bf16(kv[i]);
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = encode_bf16(pe[i]);
+  }
+}
+
+}  // namespace mlakv::codec

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "kernels/attention_params.h"
 #include "kernels/params.h"
 
 namespace mlakv::cuda {
@@ -22,5 +23,12 @@ std::string built_architectures();
 /// Returns the launch error, if any (cudaSuccess otherwise).
 cudaError_t write_records(const kernels::WriteParams& params, cudaStream_t stream);
 cudaError_t gather_records(const kernels::GatherParams& params, cudaStream_t stream);
+
+/// Number of streaming multiprocessors of a device; cached per device.
+int multiprocessor_count(int device);
+/// Bytes of split-K partials the sparse decode uses with a workspace.
+std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device);
+cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& params, cudaStream_t stream);
+cudaError_t merge_attention_states(const kernels::MergeParams& params, cudaStream_t stream);
 
 }  // namespace mlakv::cuda

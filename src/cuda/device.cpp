@@ -37,4 +37,18 @@ bool supports_capability(int capability) { return capability >= 90; }
 
 std::string built_architectures() { return MLAKV_CUDA_ARCHITECTURES; }
 
+int multiprocessor_count(int device) {
+  static std::array<std::atomic<int>, kMaxDevices> cache{};
+  if (device >= 0 && device < kMaxDevices) {
+    if (const int cached = cache[device].load(std::memory_order_relaxed); cached != 0) return cached;
+  }
+  int count = 0;
+  if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count <= 0) {
+    cudaGetLastError();
+    return 1;
+  }
+  if (device >= 0 && device < kMaxDevices) cache[device].store(count, std::memory_order_relaxed);
+  return count;
+}
+
 }  // namespace mlakv::cuda

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// The argument rules every validator shares (writers, readers, attention):
+// each throws mlakv::Error through `check` naming the argument.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "api/check.h"
+#include "kernels/params.h"
+#include "mlakv/formats.h"
+#include "mlakv/readers.h"
+
+namespace mlakv::api {
+
+std::string str(std::int64_t v);
+
+struct Named {
+  std::string_view name;
+  const TensorView* view;
+};
+
+/// Every tensor on one device, one this build has a backend for; returns it.
+Device check_devices(const Check& check, std::initializer_list<Named> tensors);
+void check_dtype(const Check& check, std::string_view name, const TensorView& v, DType expected);
+void check_rank(const Check& check, std::string_view name, const TensorView& v, int ndim, std::string_view expected);
+void check_strides_nonnegative(const Check& check, std::string_view name, const TensorView& v);
+void check_data(const Check& check, std::string_view name, const TensorView& v);
+
+/// [num_blocks, block_size, record_bytes] uint8 with non-overlapping records
+/// (16-byte aligned records when `require_alignment`, as CUDA loads them).
+kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
+                                 bool require_alignment);
+
+struct ScaleArg {
+  float value = 1.0f;
+  const float* device = nullptr;  // a scale on the tensors' CUDA device, read by the kernel
+};
+
+/// k_scale: a 1-element float32 on the CPU (read now) or on the tensors' CUDA device.
+ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, const Device& device);
+
+/// rope_dtype and k_scale of a reader.
+codec::DecodeParams decode_params(const Check& check, const GatherOptions& options, float k_scale);
+
+/// A 1-D int32 array of `length` elements, contiguous.
+const std::int32_t* check_int32_vector(const Check& check, std::string_view name, const TensorView& v,
+                                       std::int64_t length, std::string_view expected);
+
+}  // namespace mlakv::api

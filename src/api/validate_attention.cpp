@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// Argument rules of the attention API (sparse decode, merge).
+#include <cmath>
+#include <string>
+
+#include "api/rules.h"
+#include "api/validate.h"
+
+namespace mlakv::api {
+namespace {
+
+// An [R, H, width] array: innermost-contiguous, heads and rows not overlapping.
+void check_head_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t rows,
+                     std::int64_t heads, std::int64_t width, std::string_view expected) {
+  check_rank(check, name, v, 3, expected);
+  check.require(v.shape[0] == rows && v.shape[1] == heads && v.shape[2] == width, ErrorCode::kShape, name,
+                "shape must be " + std::string(expected), shape_string(v));
+  check_strides_nonnegative(check, name, v);
+  check.require(v.strides[2] == 1 || width <= 1, ErrorCode::kLayout, name, "must be innermost-contiguous (stride 1)",
+                "stride " + str(v.strides[2]));
+  check.require(heads <= 1 || v.strides[1] >= width, ErrorCode::kLayout, name,
+                "head stride must be >= " + str(width) + " (heads must not overlap)", str(v.strides[1]));
+  const std::int64_t row_span = (heads - 1) * v.strides[1] + width;
+  check.require(rows <= 1 || heads == 0 || v.strides[0] >= row_span, ErrorCode::kLayout, name,
+                "row stride must be >= " + str(row_span) + " (rows must not overlap)", str(v.strides[0]));
+  check_data(check, name, v);
+}
+
+// [R, H] float32, entries not overlapping.
+void check_lse(const Check& check, std::string_view name, const TensorView& v, std::int64_t rows,
+               std::int64_t heads) {
+  const std::string expected = "(R, H) = (" + str(rows) + ", " + str(heads) + ")";
+  check_dtype(check, name, v, DType::kFloat32);
+  check_rank(check, name, v, 2, expected);
+  check.require(v.shape[0] == rows && v.shape[1] == heads, ErrorCode::kShape, name, "shape must be " + expected,
+                shape_string(v));
+  check_strides_nonnegative(check, name, v);
+  check.require(heads <= 1 || v.strides[1] >= 1, ErrorCode::kLayout, name, "heads must not overlap (stride >= 1)",
+                str(v.strides[1]));
+  check.require(rows <= 1 || heads == 0 || v.strides[0] >= (heads - 1) * v.strides[1] + 1, ErrorCode::kLayout, name,
+                "rows must not overlap", "stride " + str(v.strides[0]));
+  check_data(check, name, v);
+}
+
+// CUDA moves q in 16-byte pieces and out in bf16 pairs.
+void check_cuda_alignment(const Check& check, std::string_view name, const TensorView& v, int elements) {
+  const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % (2 * elements));
+  const std::int64_t bytes = 2 * elements;
+  check.require(base == 0, ErrorCode::kAlignment, name, "base must be " + str(bytes) + "-byte aligned on CUDA",
+                "address % " + str(bytes) + " = " + str(base));
+  check.require(v.strides[0] % elements == 0 && v.strides[1] % elements == 0, ErrorCode::kAlignment, name,
+                "row and head strides must be multiples of " + str(elements) + " elements on CUDA",
+                "strides " + str(v.strides[0]) + " and " + str(v.strides[1]));
+}
+
+}  // namespace
+
+kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                   const TensorView& kv_cache, const TensorView& indices,
+                                                   const TensorView& out, const TensorView& lse,
+                                                   const SparseDecodeOptions& options) {
+  const Device device = check_devices(
+      check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
+  const bool cuda = device.type == DeviceType::kCuda;
+  // q
+  check_dtype(check, "q", q, DType::kBFloat16);
+  check_rank(check, "q", q, 3, "(R, H, " + str(kQueryDim) + ")");
+  const std::int64_t rows = q.shape[0];
+  const std::int64_t heads = q.shape[1];
+  check_head_rows(check, "q", q, rows, heads, kQueryDim, "(R, H, " + str(kQueryDim) + ")");
+  // indices
+  check_dtype(check, "indices", indices, DType::kInt32);
+  const std::string indices_shape = "(R, K) with R = q rows = " + str(rows);
+  check_rank(check, "indices", indices, 2, indices_shape);
+  check.require(indices.shape[0] == rows, ErrorCode::kShape, "indices", "shape must be " + indices_shape,
+                shape_string(indices));
+  const std::int64_t topk = indices.shape[1];
+  check_strides_nonnegative(check, "indices", indices);
+  check.require(indices.strides[1] == 1 || topk <= 1, ErrorCode::kLayout, "indices",
+                "rows must be innermost-contiguous (stride 1)", "stride " + str(indices.strides[1]));
+  check_data(check, "indices", indices);
+  // outputs
+  check_dtype(check, "out", out, DType::kBFloat16);
+  const std::string out_shape = "(R, H, " + str(kValueDim) + ") = (" + str(rows) + ", " + str(heads) + ", " +
+                                str(kValueDim) + ")";
+  check_head_rows(check, "out", out, rows, heads, kValueDim, out_shape);
+  check_lse(check, "lse", lse, rows, heads);
+  // options
+  const std::int32_t* topk_len = nullptr;
+  if (options.topk_len != nullptr) {
+    check.require(options.topk_len->device == device, ErrorCode::kDevice, "topk_len",
+                  "must be on the same device as q (" + device_string(device) + ")",
+                  device_string(options.topk_len->device));
+    topk_len = check_int32_vector(check, "topk_len", *options.topk_len, rows, "(R,) with R = q rows = " + str(rows));
+  }
+  check.require(std::isfinite(options.sm_scale), ErrorCode::kValue, "sm_scale", "must be finite (0: 1/sqrt(576))",
+                std::to_string(options.sm_scale));
+  const float sm_scale = options.sm_scale != 0.0f ? options.sm_scale : 1.0f / std::sqrt(float{kQueryDim});
+  const kernels::CacheLayout cache = check_cache(check, format_info(format), kv_cache, cuda);
+  const ScaleArg k_scale = read_scale(check, options.decode.scale, format == Format::kFp8E4m3, device);
+  const codec::DecodeParams decode = decode_params(check, options.decode, k_scale.value);
+  if (cuda) {
+    check_cuda_alignment(check, "q", q, 8);
+    check_cuda_alignment(check, "out", out, 2);
+  }
+  void* workspace = nullptr;
+  std::int64_t workspace_bytes = 0;
+  if (options.workspace != nullptr && cuda) {
+    const TensorView& w = *options.workspace;
+    check.require(w.device == device, ErrorCode::kDevice, "workspace",
+                  "must be on the same device as q (" + device_string(device) + ")", device_string(w.device));
+    check_dtype(check, "workspace", w, DType::kUInt8);
+    check.require(w.ndim == 1 && (w.strides[0] == 1 || w.shape[0] <= 1), ErrorCode::kLayout, "workspace",
+                  "must be a contiguous 1-D buffer", shape_string(w));
+    const auto needed = static_cast<std::int64_t>(sparse_mla_decode_workspace_size(rows, heads, topk, device));
+    check.require(w.shape[0] >= needed, ErrorCode::kShape, "workspace",
+                  "must hold sparse_mla_decode_workspace_size() = " + str(needed) + " bytes",
+                  str(w.shape[0]) + " bytes");
+    check_data(check, "workspace", w);
+    const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(w.data) % 16);
+    check.require(base == 0, ErrorCode::kAlignment, "workspace", "base must be 16-byte aligned",
+                  "address % 16 = " + str(base));
+    workspace = w.data;
+    workspace_bytes = w.shape[0];
+  }
+  return kernels::SparseDecodeParams{format,
+                                     cache,
+                                     decode,
+                                     k_scale.device,
+                                     static_cast<const std::uint16_t*>(q.data),
+                                     q.strides[0],
+                                     q.strides[1],
+                                     static_cast<const std::int32_t*>(indices.data),
+                                     indices.strides[0],
+                                     topk_len,
+                                     rows,
+                                     heads,
+                                     topk,
+                                     sm_scale,
+                                     static_cast<std::uint16_t*>(out.data),
+                                     out.strides[0],
+                                     out.strides[1],
+                                     static_cast<float*>(lse.data),
+                                     lse.strides[0],
+                                     lse.strides[1],
+                                     workspace,
+                                     workspace_bytes};
+}
+
+kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
+                                    const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
+                                    const TensorView& lse) {
+  check_devices(check, {{"out_a", &out_a},
+                        {"lse_a", &lse_a},
+                        {"out_b", &out_b},
+                        {"lse_b", &lse_b},
+                        {"out", &out},
+                        {"lse", &lse}});
+  check.require(out_a.dtype == DType::kBFloat16 || out_a.dtype == DType::kFloat32, ErrorCode::kDtype, "out_a",
+                "dtype must be bf16 or float32", dtype_name(out_a.dtype));
+  check_dtype(check, "out_b", out_b, out_a.dtype);
+  check_dtype(check, "out", out, out_a.dtype);
+  check_rank(check, "out_a", out_a, 3, "(R, H, D)");
+  const std::int64_t rows = out_a.shape[0];
+  const std::int64_t heads = out_a.shape[1];
+  const std::int64_t width = out_a.shape[2];
+  const std::string shape = "(R, H, D) = (" + str(rows) + ", " + str(heads) + ", " + str(width) + ")";
+  check_head_rows(check, "out_a", out_a, rows, heads, width, shape);
+  check_head_rows(check, "out_b", out_b, rows, heads, width, shape);
+  check_head_rows(check, "out", out, rows, heads, width, shape);
+  check_lse(check, "lse_a", lse_a, rows, heads);
+  check_lse(check, "lse_b", lse_b, rows, heads);
+  check_lse(check, "lse", lse, rows, heads);
+  const auto state = [](const TensorView& o, const TensorView& l) {
+    return kernels::AttentionState{o.data, o.strides[0], o.strides[1], static_cast<float*>(l.data), l.strides[0],
+                                   l.strides[1]};
+  };
+  return kernels::MergeParams{out_a.dtype == DType::kFloat32, rows, heads, width, state(out_a, lse_a),
+                              state(out_b, lse_b), state(out, lse)};
+}
+
+}  // namespace mlakv::api

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA sparse MLA decode: a thread block owns one query row and 16 heads (the
+// mma M dimension) and walks that row's selected entries in tiles of 64. Per
+// tile its 4 warps decode the 64 records into a bf16 key tile in shared memory
+// with the shared codecs (the same bf16 values the readers return), compute
+// the 16 x 64 scores with tensor cores (a warp per 16 keys), update the online
+// softmax, and add P x V (a warp per 128 output dims). Long rows are split
+// over several blocks when the caller gives a workspace; a second kernel
+// merges the splits by their lse.
+#include <algorithm>
+#include <cmath>
+
+#include "codec/codecs.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/mma.cuh"
+#include "cuda/warp.cuh"
+#include "mlakv/attention.h"
+
+namespace mlakv::cuda {
+namespace {
+
+constexpr int kHeadsPerBlock = 16;
+constexpr int kTileTokens = 64;
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * kWarpSize;
+constexpr int kKeyDim = kQueryDim;
+constexpr int kTokensPerWarp = kTileTokens / kWarps;  // keys a warp decodes and scores
+constexpr int kDimsPerWarp = kValueDim / kWarps;      // output dims a warp accumulates
+// Row pitches padded by 16 bytes: the 8 rows an ldmatrix phase reads then
+// start 4 banks apart, so no two share a bank.
+constexpr int kKeyPitch = kKeyDim + 8;
+constexpr int kProbPitch = kTileTokens + 8;
+constexpr int kScorePitch = kTileTokens + 4;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kMaxSplits = 64;
+constexpr int kRecordsInFlight = 2;  // per warp: both loaded before either is decoded
+
+template <int kRecordBytes>
+struct SharedStorage {
+  alignas(16) std::uint16_t q[kHeadsPerBlock][kKeyPitch];
+  alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
+  alignas(16) std::uint8_t records[kWarps][kRecordsInFlight][kRecordBytes];
+  alignas(16) float scores[kHeadsPerBlock][kScorePitch];
+  alignas(16) std::uint16_t probs[kHeadsPerBlock][kProbPitch];
+  float row_max[kHeadsPerBlock];  // log2 domain
+  float row_sum[kHeadsPerBlock];
+  float rescale[kHeadsPerBlock];
+  int valid[kTileTokens];
+};
+
+struct SplitPlan {
+  int splits;
+  int tiles_per_split;
+};
+
+SplitPlan plan_splits(std::int64_t rows, std::int64_t heads, std::int64_t topk, int multiprocessors) {
+  const std::int64_t tiles = (topk + kTileTokens - 1) / kTileTokens;
+  const std::int64_t blocks = rows * ((heads + kHeadsPerBlock - 1) / kHeadsPerBlock);
+  // Enough blocks for two per SM; never more splits than tiles.
+  std::int64_t splits = (2 * static_cast<std::int64_t>(multiprocessors) + blocks - 1) / std::max<std::int64_t>(1, blocks);
+  splits = std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(std::max<std::int64_t>(tiles, 1), kMaxSplits));
+  const std::int64_t per_split = (tiles + splits - 1) / splits;
+  splits = std::max<std::int64_t>(1, (tiles + per_split - 1) / std::max<std::int64_t>(1, per_split));
+  return {static_cast<int>(splits), static_cast<int>(std::max<std::int64_t>(1, per_split))};
+}
+
+__host__ __device__ std::int64_t lse_offset_bytes(std::int64_t splits, std::int64_t rows, std::int64_t heads) {
+  return splits * rows * heads * kValueDim * static_cast<std::int64_t>(sizeof(float));
+}
+
+std::int64_t workspace_bytes(const SplitPlan& plan, std::int64_t rows, std::int64_t heads) {
+  if (plan.splits <= 1) return 0;
+  return lse_offset_bytes(plan.splits, rows, heads) + plan.splits * rows * heads * static_cast<std::int64_t>(sizeof(float));
+}
+
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  return static_cast<std::uint32_t>(codec::encode_bf16(lo)) | (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
+}
+
+// Decodes this warp's 16 keys of the tile starting at entry `tile_begin`; an
+// entry past `row_end`, negative, or past capacity is a zero key marked invalid
+// (its record is never read).
+template <class Codec>
+__device__ void decode_tile_keys(const kernels::SparseDecodeParams& p, const codec::DecodeParams& params,
+                                 SharedStorage<Codec::Spec::kRecordBytes>& sh, std::int64_t row,
+                                 std::int64_t tile_begin, std::int64_t row_end, int warp, int lane) {
+  constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  constexpr int kChunks = kRecordBytes / 16;
+  constexpr int kChunksPerLane = (kChunks + kWarpSize - 1) / kWarpSize;
+  const std::int32_t* row_indices = p.indices + row * p.indices_stride_row;
+  for (int t = 0; t < kTokensPerWarp; t += kRecordsInFlight) {
+    bool valid[kRecordsInFlight];
+    uint4 chunks[kRecordsInFlight][kChunksPerLane];
+#pragma unroll
+    for (int k = 0; k < kRecordsInFlight; ++k) {
+      const std::int64_t entry = tile_begin + warp * kTokensPerWarp + t + k;
+      const std::int64_t slot = entry < row_end ? static_cast<std::int64_t>(__ldg(row_indices + entry)) : -1;
+      valid[k] = kernels::slot_in_range(p.cache, slot);
+      if (valid[k]) {
+        const auto* src = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, slot));
+#pragma unroll
+        for (int j = 0; j < kChunksPerLane; ++j) {
+          const int c = lane + j * kWarpSize;
+          if (c < kChunks) chunks[k][j] = __ldg(src + c);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kRecordsInFlight; ++k) {
+      if (!valid[k]) continue;
+#pragma unroll
+      for (int j = 0; j < kChunksPerLane; ++j) {
+        const int c = lane + j * kWarpSize;
+        if (c < kChunks) reinterpret_cast<uint4*>(sh.records[warp][k])[c] = chunks[k][j];
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < kRecordsInFlight; ++k) {
+      const int token = warp * kTokensPerWarp + t + k;
+      alignas(16) std::uint16_t kv[codec::kLatentPerLane] = {};
+      alignas(4) std::uint16_t pe[codec::kRopePerLane] = {};
+      if (valid[k]) codec::decode_lane_bf16_bits<Codec>(lane, sh.records[warp][k], params, kv, pe);
+      auto* key = sh.keys[token];
+      reinterpret_cast<uint4*>(key + lane * codec::kLatentPerLane)[0] = reinterpret_cast<const uint4*>(kv)[0];
+      reinterpret_cast<uint4*>(key + lane * codec::kLatentPerLane)[1] = reinterpret_cast<const uint4*>(kv)[1];
+      *reinterpret_cast<std::uint32_t*>(key + codec::kLatentDim + lane * codec::kRopePerLane) =
+          *reinterpret_cast<const std::uint32_t*>(pe);
+      if (lane == 0) sh.valid[token] = valid[k] ? 1 : 0;
+    }
+    __syncwarp();  // the staged records are overwritten next round
+  }
+}
+
+template <class Codec, bool kPartial>
+__global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::SparseDecodeParams p,
+                                                                  int tiles_per_split) {
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  auto& sh = *reinterpret_cast<SharedStorage<Codec::Spec::kRecordBytes>*>(smem_raw);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / kWarpSize;
+  const int lane = tid % kWarpSize;
+  const std::int64_t head_groups = (p.heads + kHeadsPerBlock - 1) / kHeadsPerBlock;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / head_groups;
+  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % head_groups) * kHeadsPerBlock;
+  const int split = static_cast<int>(blockIdx.y);
+  const std::int64_t entries = kernels::row_entries(p, row);
+  const std::int64_t begin = static_cast<std::int64_t>(split) * tiles_per_split * kTileTokens;
+  const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(tiles_per_split) * kTileTokens);
+
+  // The block's 16 query heads (zeros past H), 16 bytes at a time.
+  constexpr int kQueryChunks = kKeyDim / 8;
+  for (int c = tid; c < kHeadsPerBlock * kQueryChunks; c += kThreads) {
+    const int h = c / kQueryChunks;
+    const int j = c % kQueryChunks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (head0 + h < p.heads) {
+      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row + (head0 + h) * p.q_stride_head) + j);
+    }
+    reinterpret_cast<uint4*>(sh.q[h])[j] = v;
+  }
+  if (tid < kHeadsPerBlock) {
+    sh.row_max[tid] = -INFINITY;
+    sh.row_sum[tid] = 0.0f;
+  }
+  codec::DecodeParams params = p.decode;
+  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+  const float score_scale = p.sm_scale * kLog2e;
+
+  const int group = lane / 4;     // mma accumulator rows group and group + 8
+  const int pair = 2 * (lane % 4);  // and columns pair, pair + 1 of each 8-wide tile
+  float acc[kDimsPerWarp / 8][4] = {};
+  __syncthreads();
+
+  for (std::int64_t tile = begin; tile < end; tile += kTileTokens) {
+    decode_tile_keys<Codec>(p, params, sh, row, tile, end, warp, lane);
+    __syncthreads();
+
+    // Scores of 16 heads x this warp's 16 keys.
+    float s[2][4] = {};
+#pragma unroll 4
+    for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
+      std::uint32_t a[4];
+      std::uint32_t b[4];
+      ldmatrix_x4(a, &sh.q[(lane % 8) + 8 * ((lane / 8) % 2)][k0 + 8 * (lane / 16)]);
+      ldmatrix_x4(b, &sh.keys[warp * kTokensPerWarp + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
+      mma_bf16_16816(s[0], a, b[0], b[1]);
+      mma_bf16_16816(s[1], a, b[2], b[3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = warp * kTokensPerWarp + 8 * nt + pair + j;
+        const bool ok = sh.valid[col] != 0;
+        sh.scores[group][col] = ok ? s[nt][j] * score_scale : -INFINITY;
+        sh.scores[group + 8][col] = ok ? s[nt][2 + j] * score_scale : -INFINITY;
+      }
+    }
+    __syncthreads();
+
+    // Online softmax: 8 threads per head, 8 keys each.
+    {
+      const int h = tid / 8;
+      const int part = tid % 8;
+      float v[8];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        v[j] = sh.scores[h][part * 8 + j];
+        tile_max = fmaxf(tile_max, v[j]);
+      }
+      tile_max = warp_group_max<8>(tile_max);
+      const float old_max = sh.row_max[h];
+      const float new_max = fmaxf(old_max, tile_max);
+      const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
+      float sum = 0.0f;
+      std::uint32_t packed[4];
+#pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        const float p0 = none ? 0.0f : exp2f(v[j] - new_max);
+        const float p1 = none ? 0.0f : exp2f(v[j + 1] - new_max);
+        packed[j / 2] = pack_bf16x2(p0, p1);
+        // The sum uses the bf16 weights that P x V uses.
+        sum += __uint_as_float((packed[j / 2] & 0xFFFFu) << 16) + __uint_as_float(packed[j / 2] & 0xFFFF0000u);
+      }
+      *reinterpret_cast<uint4*>(&sh.probs[h][part * 8]) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+#pragma unroll
+      for (int offset = 4; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+      if (part == 0) {
+        const float alpha = none ? 1.0f : exp2f(old_max - new_max);
+        sh.row_max[h] = new_max;
+        sh.row_sum[h] = sh.row_sum[h] * alpha + sum;
+        sh.rescale[h] = alpha;
+      }
+    }
+    __syncthreads();
+
+    // acc = acc * rescale + P x V over this warp's 128 output dims.
+    const float r0 = sh.rescale[group];
+    const float r1 = sh.rescale[group + 8];
+#pragma unroll
+    for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
+      acc[nt][0] *= r0;
+      acc[nt][1] *= r0;
+      acc[nt][2] *= r1;
+      acc[nt][3] *= r1;
+    }
+#pragma unroll
+    for (int k0 = 0; k0 < kTileTokens; k0 += 16) {
+      std::uint32_t a[4];
+      ldmatrix_x4(a, &sh.probs[(lane % 8) + 8 * ((lane / 8) % 2)][k0 + 8 * (lane / 16)]);
+#pragma unroll
+      for (int np = 0; np < kDimsPerWarp / 16; ++np) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, &sh.keys[k0 + 8 * ((lane / 8) % 2) + lane % 8][warp * kDimsPerWarp + 16 * np + 8 * (lane / 16)]);
+        mma_bf16_16816(acc[2 * np], a, b[0], b[1]);
+        mma_bf16_16816(acc[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // the next tile overwrites keys and probs
+  }
+
+  // Epilogue: normalize and store rows `group` and `group + 8` of this warp's dims.
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int h = group + 8 * half;
+    const std::int64_t head = head0 + h;
+    if (head >= p.heads) continue;
+    const float sum = sh.row_sum[h];
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float lse = sum > 0.0f ? (sh.row_max[h] + log2f(sum)) * kLn2 : -INFINITY;
+    if constexpr (kPartial) {
+      const std::int64_t index = (static_cast<std::int64_t>(split) * p.rows + row) * p.heads + head;
+      auto* out = static_cast<float*>(p.workspace) + index * kValueDim + warp * kDimsPerWarp;
+#pragma unroll
+      for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
+        *reinterpret_cast<float2*>(out + 8 * nt + pair) = make_float2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
+      }
+      if (warp == 0 && lane % 4 == 0) {
+        const std::int64_t lse_base = lse_offset_bytes(gridDim.y, p.rows, p.heads);
+        reinterpret_cast<float*>(static_cast<std::uint8_t*>(p.workspace) + lse_base)[index] = lse;
+      }
+    } else {
+      std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + warp * kDimsPerWarp;
+#pragma unroll
+      for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
+        *reinterpret_cast<std::uint32_t*>(out + 8 * nt + pair) =
+            pack_bf16x2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
+      }
+      if (warp == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = lse;
+    }
+  }
+}
+
+// Merges the splits of one (row, head) by their lse; 4 output dims per thread.
+__global__ void __launch_bounds__(kThreads) combine_splits_kernel(const kernels::SparseDecodeParams p, int splits) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
+  const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
+  const auto* partial_out = static_cast<const float*>(p.workspace);
+  const auto* partial_lse =
+      reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(p.workspace) + lse_offset_bytes(splits, p.rows, p.heads));
+  const auto index = [&](int s) { return (static_cast<std::int64_t>(s) * p.rows + row) * p.heads + head; };
+  float max_lse = -INFINITY;
+  for (int s = 0; s < splits; ++s) max_lse = fmaxf(max_lse, partial_lse[index(s)]);
+  const int d = 4 * static_cast<int>(threadIdx.x);
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float total = 0.0f;
+  if (max_lse != -INFINITY) {
+    for (int s = 0; s < splits; ++s) {
+      const float w = expf(partial_lse[index(s)] - max_lse);
+      if (w == 0.0f) continue;  // an empty split's partial holds zeros, but weighs nothing either way
+      const float4 v = *reinterpret_cast<const float4*>(partial_out + index(s) * kValueDim + d);
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
+      total += w;
+    }
+  }
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + d;
+  reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
+  reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
+  if (threadIdx.x == 0) {
+    p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = total > 0.0f ? max_lse + logf(total) : -INFINITY;
+  }
+}
+
+template <class Codec>
+cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
+  int device = 0;
+  if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
+  SplitPlan plan = plan_splits(p.rows, p.heads, p.topk, multiprocessor_count(device));
+  if (p.workspace == nullptr || p.workspace_bytes < workspace_bytes(plan, p.rows, p.heads)) {
+    plan = {1, static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens))};
+  }
+  constexpr int kSmem = sizeof(SharedStorage<Codec::Spec::kRecordBytes>);
+  const std::int64_t head_groups = (p.heads + kHeadsPerBlock - 1) / kHeadsPerBlock;
+  const dim3 grid(static_cast<unsigned>(p.rows * head_groups), static_cast<unsigned>(plan.splits));
+  if (plan.splits == 1) {
+    auto* kernel = sparse_decode_kernel<Codec, false>;
+    if (const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+        status != cudaSuccess) {
+      return status;
+    }
+    kernel<<<grid, kThreads, kSmem, stream>>>(p, plan.tiles_per_split);
+    return cudaGetLastError();
+  }
+  auto* kernel = sparse_decode_kernel<Codec, true>;
+  if (const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+      status != cudaSuccess) {
+    return status;
+  }
+  kernel<<<grid, kThreads, kSmem, stream>>>(p, plan.tiles_per_split);
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  combine_splits_kernel<<<static_cast<unsigned>(p.rows * p.heads), kThreads, 0, stream>>>(p, plan.splits);
+  return cudaGetLastError();
+}
+
+template <class Out>
+__device__ __forceinline__ float load_state(const void* base, std::int64_t offset) {
+  if constexpr (sizeof(Out) == sizeof(float)) {
+    return static_cast<const float*>(base)[offset];
+  } else {
+    return __uint_as_float(static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(base)[offset]) << 16);
+  }
+}
+
+template <class Out>
+__device__ __forceinline__ void store_state(void* base, std::int64_t offset, float v) {
+  if constexpr (sizeof(Out) == sizeof(float)) {
+    static_cast<float*>(base)[offset] = v;
+  } else {
+    static_cast<std::uint16_t*>(base)[offset] = codec::encode_bf16(v);
+  }
+}
+
+// One block per (row, head); the same arithmetic as the CPU merge.
+template <class Out>
+__global__ void __launch_bounds__(kThreads) merge_kernel(const kernels::MergeParams p) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
+  const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
+  const auto at = [&](const kernels::AttentionState& s) { return row * s.out_stride_row + head * s.out_stride_head; };
+  const auto lse_at = [&](const kernels::AttentionState& s) { return row * s.lse_stride_row + head * s.lse_stride_head; };
+  const float la = p.a.lse[lse_at(p.a)];
+  const float lb = p.b.lse[lse_at(p.b)];
+  const float m = fmaxf(la, lb);
+  const bool empty = m == -INFINITY;
+  const float wa = empty ? 0.0f : expf(la - m);
+  const float wb = empty ? 0.0f : expf(lb - m);
+  const float sum = wa + wb;
+  for (std::int64_t d = threadIdx.x; d < p.width; d += kThreads) {
+    const float va = load_state<Out>(p.a.out, at(p.a) + d);
+    const float vb = load_state<Out>(p.b.out, at(p.b) + d);
+    const float ta = wa > 0.0f ? wa * va : 0.0f;
+    const float tb = wb > 0.0f ? wb * vb : 0.0f;
+    store_state<Out>(p.merged.out, at(p.merged) + d, empty ? 0.0f : (ta + tb) / sum);
+  }
+  __syncthreads();  // every thread read lse before it may be overwritten (lse may alias lse_a)
+  if (threadIdx.x == 0) p.merged.lse[lse_at(p.merged)] = empty ? m : m + logf(sum);
+}
+
+}  // namespace
+
+std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device) {
+  return workspace_bytes(plan_splits(rows, heads, topk, multiprocessor_count(device)), rows, heads);
+}
+
+cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
+  if (p.rows == 0 || p.heads == 0) return cudaSuccess;
+  return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) { return launch<Codec>(p, stream); });
+}
+
+cudaError_t merge_attention_states(const kernels::MergeParams& p, cudaStream_t stream) {
+  if (p.rows == 0 || p.heads == 0) return cudaSuccess;
+  const auto blocks = static_cast<unsigned>(p.rows * p.heads);
+  if (p.out_is_float32) {
+    merge_kernel<float><<<blocks, kThreads, 0, stream>>>(p);
+  } else {
+    merge_kernel<std::uint16_t><<<blocks, kThreads, 0, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace mlakv::cuda
