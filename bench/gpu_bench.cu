@@ -199,6 +199,9 @@ struct Result {
   std::string op, format, slots, variant;
   std::int64_t tokens;
   double us, gbps, copy_us, fraction;
+  // attention only
+  std::int64_t rows = 0, heads = 0, topk = 0;
+  double tflops = 0, two_step_us = 0;
 };
 
 std::vector<Result> g_results;
@@ -318,6 +321,80 @@ void bench_reader(Bench& b, Format format, std::int64_t tokens, bool random, int
           copy, copy / us});
 }
 
+// Sparse MLA decode: R query rows x H heads attend to K random entries of a
+// 65,536-token cache. TFLOP/s counts 2 R H K (576 + 512); GB/s counts the
+// record bytes gathered; the two-step path is gather_records to bf16 rows
+// followed by the same decode over those rows as bf16 records.
+void bench_attention(Bench& b, Format format, std::int64_t rows, std::int64_t heads, std::int64_t topk) {
+  const auto& info = mlakv::format_info(format);
+  const std::int64_t tokens = 65536;
+  const mlakv::Device cuda{mlakv::DeviceType::kCuda, 0};
+  Device cache(static_cast<std::size_t>(tokens) * info.record_bytes);
+  CHECK_CUDA(cudaMemset(cache.ptr, 0x11, cache.bytes));  // finite records in every format
+  Device q(static_cast<std::size_t>(rows * heads * 576 * 2));
+  fill_bf16(b, q, 7);
+  std::vector<std::int32_t> indices(static_cast<std::size_t>(rows * topk));
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<std::int32_t> slot(0, static_cast<std::int32_t>(tokens - 1));
+  for (auto& i : indices) i = slot(rng);
+  std::vector<std::int64_t> slots64(indices.begin(), indices.end());
+  std::vector<std::int32_t> flat(indices.size());
+  std::iota(flat.begin(), flat.end(), 0);
+  Device d_indices(indices.size() * 4), d_slots64(slots64.size() * 8), d_flat(flat.size() * 4);
+  CHECK_CUDA(cudaMemcpy(d_indices.ptr, indices.data(), d_indices.bytes, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_slots64.ptr, slots64.data(), d_slots64.bytes, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_flat.ptr, flat.data(), d_flat.bytes, cudaMemcpyHostToDevice));
+  Device out(static_cast<std::size_t>(rows * heads * 512 * 2)), lse(static_cast<std::size_t>(rows * heads * 4));
+  const std::size_t ws_bytes = mlakv::sparse_mla_decode_workspace_size(rows, heads, topk, cuda);
+  Device workspace(ws_bytes);
+  Device gathered(static_cast<std::size_t>(rows * topk * 1152));
+  float k_scale = 1.0f;
+  const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
+  const TensorView ws = mlakv::make_view(workspace.ptr, DType::kUInt8, {static_cast<std::int64_t>(ws_bytes)}, cuda);
+  mlakv::SparseDecodeOptions options;
+  options.decode.scale = &scale;
+  options.workspace = &ws;
+  const TensorView q_view = mlakv::make_view(q.ptr, DType::kBFloat16, {rows, heads, 576}, cuda);
+  const TensorView out_view = mlakv::make_view(out.ptr, DType::kBFloat16, {rows, heads, 512}, cuda);
+  const TensorView lse_view = mlakv::make_view(lse.ptr, DType::kFloat32, {rows, heads}, cuda);
+  auto fused = [&](int) {
+    mlakv::sparse_mla_decode(
+        format, q_view, mlakv::make_view(cache.ptr, DType::kUInt8, {tokens / 64, 64, info.record_bytes}, cuda),
+        mlakv::make_view(d_indices.ptr, DType::kInt32, {rows, topk}, cuda), out_view, lse_view, options, b.stream);
+  };
+  auto two_step = [&](int) {
+    TensorView kv = mlakv::make_view(gathered.ptr, DType::kBFloat16, {rows * topk, 512}, cuda);
+    kv.strides[0] = 576;
+    TensorView pe = mlakv::make_view(gathered.get() + 1024, DType::kBFloat16, {rows * topk, 64}, cuda);
+    pe.strides[0] = 576;
+    mlakv::GatherOptions gather_options;
+    gather_options.scale = &scale;
+    mlakv::gather_records(
+        format, mlakv::make_view(cache.ptr, DType::kUInt8, {tokens / 64, 64, info.record_bytes}, cuda),
+        mlakv::make_view(d_slots64.ptr, DType::kInt64, {rows * topk}, cuda), kv, pe, gather_options, b.stream);
+    mlakv::sparse_mla_decode(
+        Format::kBf16, q_view, mlakv::make_view(gathered.ptr, DType::kUInt8, {rows * topk, 1, 1152}, cuda),
+        mlakv::make_view(d_flat.ptr, DType::kInt32, {rows, topk}, cuda), out_view, lse_view, options, b.stream);
+  };
+  const double us = b.time_launches(fused);
+  const double two_us = b.time_launches(two_step);
+  const std::size_t bytes = static_cast<std::size_t>(rows * topk * info.record_bytes);
+  const double copy = b.copy_us(bytes, 1, false);
+  Result r{"attention", std::string(info.id), "random", "flushed", rows * topk, us, bytes / us / 1e3, copy, copy / us};
+  r.rows = rows;
+  r.heads = heads;
+  r.topk = topk;
+  r.tflops = 2.0 * rows * heads * topk * (576 + 512) / us / 1e6;
+  r.two_step_us = two_us;
+  std::printf(
+      "attention %-26s R=%-4lld H=%-4lld K=%-5lld %9.2f us %7.1f TFLOP/s %7.1f GB/s %5.2fx copy  two-step %9.2f us "
+      "(%.2fx)\n",
+      r.format.c_str(), static_cast<long long>(rows), static_cast<long long>(heads), static_cast<long long>(topk), us,
+      r.tflops, r.gbps, r.fraction, two_us, two_us / us);
+  std::fflush(stdout);
+  g_results.push_back(std::move(r));
+}
+
 void write_json(const std::string& path, const std::string& device, const std::string& commit) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
@@ -329,9 +406,15 @@ void write_json(const std::string& path, const std::string& device, const std::s
     const Result& r = g_results[i];
     std::fprintf(f,
                  "  {\"op\": \"%s\", \"format\": \"%s\", \"variant\": \"%s\", \"tokens\": %lld, \"slots\": \"%s\", "
-                 "\"us\": %.3f, \"gbps\": %.1f, \"copy_us\": %.3f, \"fraction_of_copy\": %.3f}%s\n",
+                 "\"us\": %.3f, \"gbps\": %.1f, \"copy_us\": %.3f, \"fraction_of_copy\": %.3f",
                  r.op.c_str(), r.format.c_str(), r.variant.c_str(), static_cast<long long>(r.tokens), r.slots.c_str(),
-                 r.us, r.gbps, r.copy_us, r.fraction, i + 1 < g_results.size() ? "," : "");
+                 r.us, r.gbps, r.copy_us, r.fraction);
+    if (r.op == "attention") {
+      std::fprintf(f, ", \"rows\": %lld, \"heads\": %lld, \"topk\": %lld, \"tflops\": %.2f, \"two_step_us\": %.3f",
+                   static_cast<long long>(r.rows), static_cast<long long>(r.heads), static_cast<long long>(r.topk),
+                   r.tflops, r.two_step_us);
+    }
+    std::fprintf(f, "}%s\n", i + 1 < g_results.size() ? "," : "");
   }
   std::fprintf(f, "]}\n");
   std::fclose(f);
@@ -347,14 +430,18 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> small = {1, 8, 64, 256, 1024};
   bool quick = false;
   std::vector<std::string> only_formats;
-  std::vector<std::string> ops = {"writer", "decode", "reader"};
+  std::vector<std::string> ops = {"writer", "decode", "reader", "attention"};
   app.add_option("--json", json, "Write the measurements as JSON to this file");
   app.add_option("--commit", commit, "Commit the binary was built from, recorded in the JSON");
   app.add_option("--large", large, "Token counts of the flushed runs");
   app.add_option("--small", small, "Token counts of the CUDA-graph (decode) runs");
   app.add_flag("--quick", quick, "Fewer repeats");
   app.add_option("--format", only_formats, "Only these format ids (default: all)");
-  app.add_option("--op", ops, "Which measurements: writer, decode, reader (default: all)");
+  std::vector<std::int64_t> attention_rows = {1, 16, 64, 128};
+  std::vector<std::int64_t> attention_heads = {16, 32, 64, 128};
+  app.add_option("--rows", attention_rows, "Attention: query rows R");
+  app.add_option("--heads", attention_heads, "Attention: heads H");
+  app.add_option("--op", ops, "Which measurements: writer, decode, reader, attention (default: all)");
   CLI11_PARSE(app, argc, argv);
 
   Bench b;
@@ -382,6 +469,15 @@ int main(int argc, char** argv) {
     if (!wanted(info) || !doing("reader")) continue;
     for (std::int64_t t : large) {
       for (bool random : {false, true}) bench_reader(b, info.format, t, random, t >= 1000000 ? 2 : 4);
+    }
+  }
+  const Format attention_formats[] = {Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMlaFp8RopePts,
+                                      Format::kNvfp4DsMla,        Format::kNvfp4Fp8DsMla,
+                                      Format::kFp8DsMla,          Format::kBf16};
+  for (const Format format : attention_formats) {
+    if (!wanted(mlakv::format_info(format)) || !doing("attention")) continue;
+    for (const std::int64_t heads : attention_heads) {
+      for (const std::int64_t rows : attention_rows) bench_attention(b, format, rows, heads, 2048);
     }
   }
   if (!json.empty()) write_json(json, prop.name, commit);

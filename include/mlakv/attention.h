@@ -46,8 +46,7 @@ struct SparseDecodeOptions {
 /// Workspace bytes sparse_mla_decode uses on `device` for R query rows, H
 /// heads and K entries per row (0 on the CPU). Depends only on these values
 /// and the device's SM count, so it is fixed for a captured graph.
-std::size_t sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk,
-                                             Device device);
+std::size_t sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk, Device device);
 
 /// Formats: every one of formats(). An entry that is negative or >= the
 /// cache's capacity, or past topk_len[r], contributes nothing and is never

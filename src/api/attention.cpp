@@ -11,8 +11,7 @@
 
 namespace mlakv {
 
-std::size_t sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk,
-                                             Device device) {
+std::size_t sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk, Device device) {
 #if MLAKV_WITH_CUDA
   if (device.type == DeviceType::kCuda && rows > 0 && heads > 0 && topk > 0) {
     return static_cast<std::size_t>(cuda::sparse_decode_workspace_bytes(rows, heads, topk, device.index));

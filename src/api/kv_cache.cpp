@@ -59,10 +59,12 @@ template <class Params>
 void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device, StreamHandle stream) {
   if (items == 0) return;
 #if MLAKV_WITH_CUDA
-  api::run_on_device(check, device, [&] { run_cpu(params); }, [&] { return run_cuda(params, stream); });
+  api::run_on_device(
+      check, device, [&] { run_cpu(params); }, [&] { return run_cuda(params, stream); });
 #else
   (void)stream;
-  api::run_on_device(check, device, [&] { run_cpu(params); }, [] { return 0; });
+  api::run_on_device(
+      check, device, [&] { run_cpu(params); }, [] { return 0; });
 #endif
 }
 

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/validate.h"
 
-#include "api/rules.h"
-
 #include <initializer_list>
 #include <string>
 #include <utility>
 
+#include "api/rules.h"
 #include "format/specs.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -285,14 +284,12 @@ Outputs check_outputs(const Check& check, const TensorView& kv_c_out, const Tens
   return {dtype, kv_c_out.data, kv_c_out.strides[0], k_pe_out.data, k_pe_out.strides[0]};
 }
 
-
 kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
                                     std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
                                     const float* k_scale_device) {
   return kernels::GatherParams{format,          cache,    source,          rows,   out.dtype,     out.kv_c,
                                out.stride_kv_c, out.k_pe, out.stride_k_pe, decode, k_scale_device};
 }
-
 
 }  // namespace
 

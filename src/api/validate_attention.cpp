@@ -27,8 +27,7 @@ void check_head_rows(const Check& check, std::string_view name, const TensorView
 }
 
 // [R, H] float32, entries not overlapping.
-void check_lse(const Check& check, std::string_view name, const TensorView& v, std::int64_t rows,
-               std::int64_t heads) {
+void check_lse(const Check& check, std::string_view name, const TensorView& v, std::int64_t rows, std::int64_t heads) {
   const std::string expected = "(R, H) = (" + str(rows) + ", " + str(heads) + ")";
   check_dtype(check, name, v, DType::kFloat32);
   check_rank(check, name, v, 2, expected);
@@ -59,8 +58,8 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
                                                    const TensorView& kv_cache, const TensorView& indices,
                                                    const TensorView& out, const TensorView& lse,
                                                    const SparseDecodeOptions& options) {
-  const Device device = check_devices(
-      check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
+  const Device device =
+      check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
   // q
   check_dtype(check, "q", q, DType::kBFloat16);
@@ -81,8 +80,8 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   check_data(check, "indices", indices);
   // outputs
   check_dtype(check, "out", out, DType::kBFloat16);
-  const std::string out_shape = "(R, H, " + str(kValueDim) + ") = (" + str(rows) + ", " + str(heads) + ", " +
-                                str(kValueDim) + ")";
+  const std::string out_shape =
+      "(R, H, " + str(kValueDim) + ") = (" + str(rows) + ", " + str(heads) + ", " + str(kValueDim) + ")";
   check_head_rows(check, "out", out, rows, heads, kValueDim, out_shape);
   check_lse(check, "lse", lse, rows, heads);
   // options
@@ -150,12 +149,9 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
 kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
                                     const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
                                     const TensorView& lse) {
-  check_devices(check, {{"out_a", &out_a},
-                        {"lse_a", &lse_a},
-                        {"out_b", &out_b},
-                        {"lse_b", &lse_b},
-                        {"out", &out},
-                        {"lse", &lse}});
+  check_devices(
+      check,
+      {{"out_a", &out_a}, {"lse_a", &lse_a}, {"out_b", &out_b}, {"lse_b", &lse_b}, {"out", &out}, {"lse", &lse}});
   check.require(out_a.dtype == DType::kBFloat16 || out_a.dtype == DType::kFloat32, ErrorCode::kDtype, "out_a",
                 "dtype must be bf16 or float32", dtype_name(out_a.dtype));
   check_dtype(check, "out_b", out_b, out_a.dtype);
@@ -172,11 +168,11 @@ kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a,
   check_lse(check, "lse_b", lse_b, rows, heads);
   check_lse(check, "lse", lse, rows, heads);
   const auto state = [](const TensorView& o, const TensorView& l) {
-    return kernels::AttentionState{o.data, o.strides[0], o.strides[1], static_cast<float*>(l.data), l.strides[0],
-                                   l.strides[1]};
+    return kernels::AttentionState{o.data,       o.strides[0], o.strides[1], static_cast<float*>(l.data),
+                                   l.strides[0], l.strides[1]};
   };
-  return kernels::MergeParams{out_a.dtype == DType::kFloat32, rows, heads, width, state(out_a, lse_a),
-                              state(out_b, lse_b), state(out, lse)};
+  return kernels::MergeParams{
+      out_a.dtype == DType::kFloat32, rows, heads, width, state(out_a, lse_a), state(out_b, lse_b), state(out, lse)};
 }
 
 }  // namespace mlakv::api

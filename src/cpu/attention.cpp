@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU attention: the float32 reference of the sparse decode and of the merge.
 // Keys and values are the records' bf16 decodes (the readers' bf16 output).
+#include "mlakv/attention.h"
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -8,7 +10,6 @@
 #include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
-#include "mlakv/attention.h"
 
 namespace mlakv::cpu {
 namespace {
@@ -80,7 +81,8 @@ void sparse_mla_decode(const kernels::SparseDecodeParams& p) {
             decode_key<Codec>(kernels::record_address(p.cache, slots[j]), p.decode, keys.data() + j * kKeyDim);
           },
           64);
-      parallel_for(p.heads, [&](std::int64_t head) { attend(p, row, head, keys, n); }, 1);
+      parallel_for(
+          p.heads, [&](std::int64_t head) { attend(p, row, head, keys, n); }, 1);
     }
   });
 }
@@ -102,7 +104,9 @@ void merge_attention_states(const kernels::MergeParams& p) {
       [&](std::int64_t i) {
         const std::int64_t r = i / p.heads;
         const std::int64_t h = i % p.heads;
-        const auto at = [r, h](const kernels::AttentionState& s) { return r * s.out_stride_row + h * s.out_stride_head; };
+        const auto at = [r, h](const kernels::AttentionState& s) {
+          return r * s.out_stride_row + h * s.out_stride_head;
+        };
         const auto lse_at = [r, h](const kernels::AttentionState& s) {
           return r * s.lse_stride_row + h * s.lse_stride_head;
         };

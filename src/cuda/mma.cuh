@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tensor-core primitives of the attention kernels (sm_80+ PTX that every
-// architecture of this build runs): ldmatrix from shared memory and the bf16
-// m16n8k16 mma with float32 accumulators.
+// architecture of this build runs): ldmatrix from shared memory, the bf16
+// m16n8k16 mma with float32 accumulators, and asynchronous copies to shared memory.
 #pragma once
 
 #include <cstdint>
@@ -33,5 +33,17 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const std::uint32_
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+/// 16 bytes global -> shared without passing through registers (cached in L2 only).
+__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+}
+
+/// Closes the group of cp.async issued since the last commit.
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+/// Waits for every cp.async this thread issued.
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 }  // namespace mlakv::cuda

@@ -8,6 +8,8 @@
 // over several blocks when the caller gives a workspace; a second kernel
 // merges the splits by their lse.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 
 #include "codec/codecs.h"
@@ -34,13 +36,10 @@ constexpr int kScorePitch = kTileTokens + 4;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kMaxSplits = 64;
-constexpr int kRecordsInFlight = 2;  // per warp: both loaded before either is decoded
 
-template <int kRecordBytes>
 struct SharedStorage {
   alignas(16) std::uint16_t q[kHeadsPerBlock][kKeyPitch];
-  alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
-  alignas(16) std::uint8_t records[kWarps][kRecordsInFlight][kRecordBytes];
+  alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];  // also where the records land
   alignas(16) float scores[kHeadsPerBlock][kScorePitch];
   alignas(16) std::uint16_t probs[kHeadsPerBlock][kProbPitch];
   float row_max[kHeadsPerBlock];  // log2 domain
@@ -58,7 +57,8 @@ SplitPlan plan_splits(std::int64_t rows, std::int64_t heads, std::int64_t topk, 
   const std::int64_t tiles = (topk + kTileTokens - 1) / kTileTokens;
   const std::int64_t blocks = rows * ((heads + kHeadsPerBlock - 1) / kHeadsPerBlock);
   // Enough blocks for two per SM; never more splits than tiles.
-  std::int64_t splits = (2 * static_cast<std::int64_t>(multiprocessors) + blocks - 1) / std::max<std::int64_t>(1, blocks);
+  std::int64_t splits =
+      (2 * static_cast<std::int64_t>(multiprocessors) + blocks - 1) / std::max<std::int64_t>(1, blocks);
   splits = std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(std::max<std::int64_t>(tiles, 1), kMaxSplits));
   const std::int64_t per_split = (tiles + splits - 1) / splits;
   splits = std::max<std::int64_t>(1, (tiles + per_split - 1) / std::max<std::int64_t>(1, per_split));
@@ -71,73 +71,85 @@ __host__ __device__ std::int64_t lse_offset_bytes(std::int64_t splits, std::int6
 
 std::int64_t workspace_bytes(const SplitPlan& plan, std::int64_t rows, std::int64_t heads) {
   if (plan.splits <= 1) return 0;
-  return lse_offset_bytes(plan.splits, rows, heads) + plan.splits * rows * heads * static_cast<std::int64_t>(sizeof(float));
+  return lse_offset_bytes(plan.splits, rows, heads) +
+         plan.splits * rows * heads * static_cast<std::int64_t>(sizeof(float));
 }
 
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
-  return static_cast<std::uint32_t>(codec::encode_bf16(lo)) | (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
+  return static_cast<std::uint32_t>(codec::encode_bf16(lo)) |
+         (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
 }
 
-// Decodes this warp's 16 keys of the tile starting at entry `tile_begin`; an
-// entry past `row_end`, negative, or past capacity is a zero key marked invalid
-// (its record is never read).
+// The keys of a tile go through two steps, one tile apart, so the records of
+// tile i + 1 are in flight while tile i is computed:
+//  1. issue: the warp's 16 records are copied (cp.async) into the very key
+//     rows they decode to; entries past `row_end`, negative or past capacity
+//     are not read at all (the returned mask says which are valid);
+//  2. decode: once the copies landed, each lane decodes its part of a row into
+//     registers and, after the whole warp has read the record, overwrites the
+//     row with bf16 values (invalid rows become zeros).
 template <class Codec>
-__device__ void decode_tile_keys(const kernels::SparseDecodeParams& p, const codec::DecodeParams& params,
-                                 SharedStorage<Codec::Spec::kRecordBytes>& sh, std::int64_t row,
-                                 std::int64_t tile_begin, std::int64_t row_end, int warp, int lane) {
-  constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
-  constexpr int kChunks = kRecordBytes / 16;
-  constexpr int kChunksPerLane = (kChunks + kWarpSize - 1) / kWarpSize;
-  const std::int32_t* row_indices = p.indices + row * p.indices_stride_row;
-  for (int t = 0; t < kTokensPerWarp; t += kRecordsInFlight) {
-    bool valid[kRecordsInFlight];
-    uint4 chunks[kRecordsInFlight][kChunksPerLane];
-#pragma unroll
-    for (int k = 0; k < kRecordsInFlight; ++k) {
-      const std::int64_t entry = tile_begin + warp * kTokensPerWarp + t + k;
-      const std::int64_t slot = entry < row_end ? static_cast<std::int64_t>(__ldg(row_indices + entry)) : -1;
-      valid[k] = kernels::slot_in_range(p.cache, slot);
-      if (valid[k]) {
-        const auto* src = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, slot));
-#pragma unroll
-        for (int j = 0; j < kChunksPerLane; ++j) {
-          const int c = lane + j * kWarpSize;
-          if (c < kChunks) chunks[k][j] = __ldg(src + c);
-        }
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kRecordsInFlight; ++k) {
-      if (!valid[k]) continue;
-#pragma unroll
-      for (int j = 0; j < kChunksPerLane; ++j) {
-        const int c = lane + j * kWarpSize;
-        if (c < kChunks) reinterpret_cast<uint4*>(sh.records[warp][k])[c] = chunks[k][j];
-      }
-    }
-    __syncwarp();
-#pragma unroll
-    for (int k = 0; k < kRecordsInFlight; ++k) {
-      const int token = warp * kTokensPerWarp + t + k;
-      alignas(16) std::uint16_t kv[codec::kLatentPerLane] = {};
-      alignas(4) std::uint16_t pe[codec::kRopePerLane] = {};
-      if (valid[k]) codec::decode_lane_bf16_bits<Codec>(lane, sh.records[warp][k], params, kv, pe);
-      auto* key = sh.keys[token];
-      reinterpret_cast<uint4*>(key + lane * codec::kLatentPerLane)[0] = reinterpret_cast<const uint4*>(kv)[0];
-      reinterpret_cast<uint4*>(key + lane * codec::kLatentPerLane)[1] = reinterpret_cast<const uint4*>(kv)[1];
-      *reinterpret_cast<std::uint32_t*>(key + codec::kLatentDim + lane * codec::kRopePerLane) =
-          *reinterpret_cast<const std::uint32_t*>(pe);
-      if (lane == 0) sh.valid[token] = valid[k] ? 1 : 0;
-    }
-    __syncwarp();  // the staged records are overwritten next round
+__device__ unsigned issue_tile_records(const kernels::SparseDecodeParams& p, std::uint16_t (*keys)[kKeyPitch],
+                                       std::int64_t slot, int warp, int lane) {
+  constexpr int kChunks = Codec::Spec::kRecordBytes / 16;
+  static_assert(Codec::Spec::kRecordBytes <= kKeyPitch * 2, "a record is staged in its key row");
+  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokensPerWarp && kernels::slot_in_range(p.cache, slot));
+  const int first = warp * kTokensPerWarp;
+#pragma unroll 1
+  for (int t = 0; t < kTokensPerWarp; ++t) {
+    const std::int64_t s = __shfl_sync(0xFFFFFFFFu, slot, t);
+    if ((valid >> t & 1u) == 0) continue;
+    const auto* src = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, s));
+    for (int c = lane; c < kChunks; c += kWarpSize) copy_async16(&keys[first + t][8 * c], src + c);
   }
+  copy_async_commit();
+  return valid;
+}
+
+template <class Codec>
+__device__ void decode_tile_records(const codec::DecodeParams& params, std::uint16_t (*keys)[kKeyPitch], int* valid_out,
+                                    unsigned valid, int warp, int lane) {
+  const int first = warp * kTokensPerWarp;
+  // kInterleave independent decodes at a time: one warp's decode is a long
+  // dependent chain, and a block has only 4 warps to hide its latency.
+  constexpr int kInterleave = 4;
+#pragma unroll 1
+  for (int t0 = 0; t0 < kTokensPerWarp; t0 += kInterleave) {
+    alignas(16) std::uint16_t kv[kInterleave][codec::kLatentPerLane] = {};
+    alignas(4) std::uint16_t pe[kInterleave][codec::kRopePerLane] = {};
+#pragma unroll
+    for (int k = 0; k < kInterleave; ++k) {
+      if (valid >> (t0 + k) & 1u) {
+        codec::decode_lane_bf16_bits<Codec>(lane, reinterpret_cast<const std::uint8_t*>(keys[first + t0 + k]), params,
+                                            kv[k], pe[k]);
+      }
+    }
+    __syncwarp();  // every lane has read the records before any overwrites them
+#pragma unroll
+    for (int k = 0; k < kInterleave; ++k) {
+      std::uint16_t* key = keys[first + t0 + k];
+      reinterpret_cast<uint4*>(key + lane * codec::kLatentPerLane)[0] = reinterpret_cast<const uint4*>(kv[k])[0];
+      reinterpret_cast<uint4*>(key + lane * codec::kLatentPerLane)[1] = reinterpret_cast<const uint4*>(kv[k])[1];
+      *reinterpret_cast<std::uint32_t*>(key + codec::kLatentDim + lane * codec::kRopePerLane) =
+          *reinterpret_cast<const std::uint32_t*>(pe[k]);
+    }
+  }
+  if (lane < kTokensPerWarp) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
+}
+
+// The slot lane l (< 16) of `warp` issues for the tile at `tile`, or -1.
+__device__ __forceinline__ std::int64_t tile_slot(const kernels::SparseDecodeParams& p, std::int64_t row,
+                                                  std::int64_t tile, std::int64_t row_end, int warp, int lane) {
+  const std::int64_t entry = tile + warp * kTokensPerWarp + lane % kTokensPerWarp;
+  if (lane >= kTokensPerWarp || entry >= row_end) return -1;
+  return __ldg(p.indices + row * p.indices_stride_row + entry);
 }
 
 template <class Codec, bool kPartial>
-__global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::SparseDecodeParams p,
-                                                                  int tiles_per_split) {
+__global__ void __launch_bounds__(kThreads)
+    sparse_decode_kernel(const kernels::SparseDecodeParams p, int tiles_per_split) {
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  auto& sh = *reinterpret_cast<SharedStorage<Codec::Spec::kRecordBytes>*>(smem_raw);
+  auto& sh = *reinterpret_cast<SharedStorage*>(smem_raw);
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / kWarpSize;
   const int lane = tid % kWarpSize;
@@ -147,7 +159,8 @@ __global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::
   const int split = static_cast<int>(blockIdx.y);
   const std::int64_t entries = kernels::row_entries(p, row);
   const std::int64_t begin = static_cast<std::int64_t>(split) * tiles_per_split * kTileTokens;
-  const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(tiles_per_split) * kTileTokens);
+  const std::int64_t end =
+      std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(tiles_per_split) * kTileTokens);
 
   // The block's 16 query heads (zeros past H), 16 bytes at a time.
   constexpr int kQueryChunks = kKeyDim / 8;
@@ -168,13 +181,22 @@ __global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::
   if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   const float score_scale = p.sm_scale * kLog2e;
 
-  const int group = lane / 4;     // mma accumulator rows group and group + 8
+  const int group = lane / 4;       // mma accumulator rows group and group + 8
   const int pair = 2 * (lane % 4);  // and columns pair, pair + 1 of each 8-wide tile
   float acc[kDimsPerWarp / 8][4] = {};
   __syncthreads();
 
+  // A tile's slots are loaded while the previous tile is computed. (Keeping
+  // the next tile's records in flight too, in a second key buffer, measured
+  // slower on the H200: one block per SM instead of two.)
+  std::int64_t next_slot = tile_slot(p, row, begin, end, warp, lane);
   for (std::int64_t tile = begin; tile < end; tile += kTileTokens) {
-    decode_tile_keys<Codec>(p, params, sh, row, tile, end, warp, lane);
+    const unsigned valid = issue_tile_records<Codec>(p, sh.keys, next_slot, warp, lane);
+    next_slot = tile_slot(p, row, tile + kTileTokens, end, warp, lane);
+    copy_async_wait_all();
+    __syncwarp();
+    auto keys = sh.keys;
+    decode_tile_records<Codec>(params, keys, sh.valid, valid, warp, lane);
     __syncthreads();
 
     // Scores of 16 heads x this warp's 16 keys.
@@ -184,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::
       std::uint32_t a[4];
       std::uint32_t b[4];
       ldmatrix_x4(a, &sh.q[(lane % 8) + 8 * ((lane / 8) % 2)][k0 + 8 * (lane / 16)]);
-      ldmatrix_x4(b, &sh.keys[warp * kTokensPerWarp + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
+      ldmatrix_x4(b, &keys[warp * kTokensPerWarp + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
       mma_bf16_16816(s[0], a, b[0], b[1]);
       mma_bf16_16816(s[1], a, b[2], b[3]);
     }
@@ -222,8 +244,7 @@ __global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::
         const float p0 = none ? 0.0f : exp2f(v[j] - new_max);
         const float p1 = none ? 0.0f : exp2f(v[j + 1] - new_max);
         packed[j / 2] = pack_bf16x2(p0, p1);
-        // The sum uses the bf16 weights that P x V uses.
-        sum += __uint_as_float((packed[j / 2] & 0xFFFFu) << 16) + __uint_as_float(packed[j / 2] & 0xFFFF0000u);
+        sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
       }
       *reinterpret_cast<uint4*>(&sh.probs[h][part * 8]) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
 #pragma unroll
@@ -254,12 +275,13 @@ __global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::
 #pragma unroll
       for (int np = 0; np < kDimsPerWarp / 16; ++np) {
         std::uint32_t b[4];
-        ldmatrix_x4_trans(b, &sh.keys[k0 + 8 * ((lane / 8) % 2) + lane % 8][warp * kDimsPerWarp + 16 * np + 8 * (lane / 16)]);
+        ldmatrix_x4_trans(b,
+                          &keys[k0 + 8 * ((lane / 8) % 2) + lane % 8][warp * kDimsPerWarp + 16 * np + 8 * (lane / 16)]);
         mma_bf16_16816(acc[2 * np], a, b[0], b[1]);
         mma_bf16_16816(acc[2 * np + 1], a, b[2], b[3]);
       }
     }
-    __syncthreads();  // the next tile overwrites keys and probs
+    __syncthreads();  // the next tile's records land in the key rows
   }
 
   // Epilogue: normalize and store rows `group` and `group + 8` of this warp's dims.
@@ -276,7 +298,8 @@ __global__ void __launch_bounds__(kThreads) sparse_decode_kernel(const kernels::
       auto* out = static_cast<float*>(p.workspace) + index * kValueDim + warp * kDimsPerWarp;
 #pragma unroll
       for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
-        *reinterpret_cast<float2*>(out + 8 * nt + pair) = make_float2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
+        *reinterpret_cast<float2*>(out + 8 * nt + pair) =
+            make_float2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
       }
       if (warp == 0 && lane % 4 == 0) {
         const std::int64_t lse_base = lse_offset_bytes(gridDim.y, p.rows, p.heads);
@@ -299,8 +322,8 @@ __global__ void __launch_bounds__(kThreads) combine_splits_kernel(const kernels:
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
   const auto* partial_out = static_cast<const float*>(p.workspace);
-  const auto* partial_lse =
-      reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(p.workspace) + lse_offset_bytes(splits, p.rows, p.heads));
+  const auto* partial_lse = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(p.workspace) +
+                                                           lse_offset_bytes(splits, p.rows, p.heads));
   const auto index = [&](int s) { return (static_cast<std::int64_t>(s) * p.rows + row) * p.heads + head; };
   float max_lse = -INFINITY;
   for (int s = 0; s < splits; ++s) max_lse = fmaxf(max_lse, partial_lse[index(s)]);
@@ -328,6 +351,19 @@ __global__ void __launch_bounds__(kThreads) combine_splits_kernel(const kernels:
   }
 }
 
+// The kernel's shared storage exceeds the default 48 KiB: opt in once per device
+// (a launch-time call would cost host time on every decode step).
+template <class Codec, bool kPartial>
+cudaError_t allow_shared_storage(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::array<std::atomic<bool>, kMaxDevices> allowed{};
+  if (device >= 0 && device < kMaxDevices && allowed[device].load(std::memory_order_relaxed)) return cudaSuccess;
+  const cudaError_t status = cudaFuncSetAttribute(sparse_decode_kernel<Codec, kPartial>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(SharedStorage));
+  if (status == cudaSuccess && device >= 0 && device < kMaxDevices) allowed[device].store(true);
+  return status;
+}
+
 template <class Codec>
 cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
@@ -336,25 +372,15 @@ cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   if (p.workspace == nullptr || p.workspace_bytes < workspace_bytes(plan, p.rows, p.heads)) {
     plan = {1, static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens))};
   }
-  constexpr int kSmem = sizeof(SharedStorage<Codec::Spec::kRecordBytes>);
   const std::int64_t head_groups = (p.heads + kHeadsPerBlock - 1) / kHeadsPerBlock;
   const dim3 grid(static_cast<unsigned>(p.rows * head_groups), static_cast<unsigned>(plan.splits));
-  if (plan.splits == 1) {
-    auto* kernel = sparse_decode_kernel<Codec, false>;
-    if (const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-        status != cudaSuccess) {
-      return status;
-    }
-    kernel<<<grid, kThreads, kSmem, stream>>>(p, plan.tiles_per_split);
+  const auto run = [&]<bool kPartial>() {
+    if (const cudaError_t status = allow_shared_storage<Codec, kPartial>(device); status != cudaSuccess) return status;
+    sparse_decode_kernel<Codec, kPartial><<<grid, kThreads, sizeof(SharedStorage), stream>>>(p, plan.tiles_per_split);
     return cudaGetLastError();
-  }
-  auto* kernel = sparse_decode_kernel<Codec, true>;
-  if (const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-      status != cudaSuccess) {
-    return status;
-  }
-  kernel<<<grid, kThreads, kSmem, stream>>>(p, plan.tiles_per_split);
-  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  };
+  if (plan.splits == 1) return run.template operator()<false>();
+  if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;
   combine_splits_kernel<<<static_cast<unsigned>(p.rows * p.heads), kThreads, 0, stream>>>(p, plan.splits);
   return cudaGetLastError();
 }
@@ -383,7 +409,9 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const kernels::MergePar
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
   const auto at = [&](const kernels::AttentionState& s) { return row * s.out_stride_row + head * s.out_stride_head; };
-  const auto lse_at = [&](const kernels::AttentionState& s) { return row * s.lse_stride_row + head * s.lse_stride_head; };
+  const auto lse_at = [&](const kernels::AttentionState& s) {
+    return row * s.lse_stride_row + head * s.lse_stride_head;
+  };
   const float la = p.a.lse[lse_at(p.a)];
   const float lb = p.b.lse[lse_at(p.b)];
   const float m = fmaxf(la, lb);

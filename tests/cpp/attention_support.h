@@ -85,9 +85,9 @@ inline ReferenceAttention reference_attention(const std::vector<float>& keys, st
                                               std::int64_t heads, const std::vector<std::int32_t>& indices,
                                               std::int64_t topk, const std::vector<std::int32_t>& topk_len,
                                               double sm_scale) {
-  ReferenceAttention ref{std::vector<double>(static_cast<std::size_t>(rows * heads * 512), 0.0),
-                         std::vector<double>(static_cast<std::size_t>(rows * heads),
-                                             -std::numeric_limits<double>::infinity())};
+  ReferenceAttention ref{
+      std::vector<double>(static_cast<std::size_t>(rows * heads * 512), 0.0),
+      std::vector<double>(static_cast<std::size_t>(rows * heads), -std::numeric_limits<double>::infinity())};
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int64_t n = topk_len.empty() ? topk : std::clamp<std::int64_t>(topk_len[r], 0, topk);
     std::vector<std::int64_t> used;

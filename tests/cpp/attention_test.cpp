@@ -150,8 +150,8 @@ TEST(sparse_mla_decode, sm_scale_scales_the_scores) {
   auto indices = random_indices(1, 32, cache.capacity(), 8);
   const Decoded got = decode(cache, q, 1, 16, indices, 32, nullptr, 0.125f);
   const auto keys = cache.keys();
-  expect_close(got, reference_attention(keys, cache.capacity(), q, 1, 16, indices, 32, {}, 0.125),
-               max_abs_value(keys), "sm_scale 0.125");
+  expect_close(got, reference_attention(keys, cache.capacity(), q, 1, 16, indices, 32, {}, 0.125), max_abs_value(keys),
+               "sm_scale 0.125");
 }
 
 TEST(sparse_mla_decode, never_writes_the_cache) {
@@ -195,8 +195,7 @@ TEST(merge_attention_states, merging_two_halves_gives_the_whole) {
       reference_attention(keys, cache.capacity(), q, rows, heads, indices, topk, {}, kDefaultScale);
   const double value_scale = max_abs_value(keys);
   for (std::size_t i = 0; i < ref.out.size(); ++i) {
-    ASSERT_NEAR(widen(merged.out[i]), ref.out[i], std::ldexp(std::fabs(ref.out[i]), -7) + 1e-3 * value_scale)
-        << i;
+    ASSERT_NEAR(widen(merged.out[i]), ref.out[i], std::ldexp(std::fabs(ref.out[i]), -7) + 1e-3 * value_scale) << i;
   }
   for (std::size_t i = 0; i < ref.lse.size(); ++i) EXPECT_NEAR(merged.lse[i], ref.lse[i], 1e-4 * std::fabs(ref.lse[i]));
   // In place: out may be out_a.
@@ -298,28 +297,27 @@ TEST_F(SparseDecodeValidation, sm_scale_must_be_finite) {
 }
 
 TEST_F(SparseDecodeValidation, the_cache_must_hold_records_of_the_format) {
-  expect_rejected(
-      "mlakv::sparse_mla_decode(nvfp4_ds_mla): kv_cache: last dim must be 432 (record bytes), got 368",
-      Format::kNvfp4DsMla);
+  expect_rejected("mlakv::sparse_mla_decode(nvfp4_ds_mla): kv_cache: last dim must be 432 (record bytes), got 368",
+                  Format::kNvfp4DsMla);
 }
 
 TEST(merge_attention_states_validation, outputs_must_share_a_dtype_and_shape) {
   std::vector<float> a(2 * 4), b(2 * 4), la(2), lb(2), lse(2);
   std::vector<std::uint16_t> out(2 * 4);
   try {
-    merge_attention_states(make_view(a.data(), DType::kFloat32, {1, 2, 4}), make_view(la.data(), DType::kFloat32, {1, 2}),
-                           make_view(b.data(), DType::kFloat32, {1, 2, 4}), make_view(lb.data(), DType::kFloat32, {1, 2}),
-                           make_view(out.data(), DType::kBFloat16, {1, 2, 4}),
-                           make_view(lse.data(), DType::kFloat32, {1, 2}));
+    merge_attention_states(
+        make_view(a.data(), DType::kFloat32, {1, 2, 4}), make_view(la.data(), DType::kFloat32, {1, 2}),
+        make_view(b.data(), DType::kFloat32, {1, 2, 4}), make_view(lb.data(), DType::kFloat32, {1, 2}),
+        make_view(out.data(), DType::kBFloat16, {1, 2, 4}), make_view(lse.data(), DType::kFloat32, {1, 2}));
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "mlakv::merge_attention_states: out: dtype must be float32, got bf16");
   }
   try {
-    merge_attention_states(make_view(a.data(), DType::kFloat32, {1, 2, 4}), make_view(la.data(), DType::kFloat32, {1, 2}),
-                           make_view(b.data(), DType::kFloat32, {2, 1, 4}), make_view(lb.data(), DType::kFloat32, {1, 2}),
-                           make_view(a.data(), DType::kFloat32, {1, 2, 4}),
-                           make_view(lse.data(), DType::kFloat32, {1, 2}));
+    merge_attention_states(
+        make_view(a.data(), DType::kFloat32, {1, 2, 4}), make_view(la.data(), DType::kFloat32, {1, 2}),
+        make_view(b.data(), DType::kFloat32, {2, 1, 4}), make_view(lb.data(), DType::kFloat32, {1, 2}),
+        make_view(a.data(), DType::kFloat32, {1, 2, 4}), make_view(lse.data(), DType::kFloat32, {1, 2}));
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU tests of the sparse MLA decode and the merge (label "gpu"; skipped
+// without a device): CUDA against the CPU reference for every format, head
+// count and entry count, with -1 / past-capacity / duplicate entries, topk_len
+// and empty rows; with and without a workspace; graph capture; guard bytes
+// around the cache stay untouched.
+//
+// Tolerance (the GPU weighs values with bf16 probabilities, as tensor cores
+// take them, and sums in another order): |gpu - cpu| <= 2^-8 max|value| +
+// 2^-8 |cpu| per output element, |gpu - cpu| <= 1e-3 max(1, |lse|).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attention_support.h"
+#include "cuda_support.h"
+
+namespace mlakv::test {
+namespace {
+
+struct Problem {
+  std::int64_t rows = 3;
+  std::int64_t heads;
+  std::int64_t topk;
+  std::vector<std::uint16_t> q;
+  std::vector<std::int32_t> indices;
+  std::vector<std::int32_t> topk_len;
+};
+
+// Row 0: K random entries. Row 1: -1, past-capacity and duplicate entries,
+// limited by topk_len. Row 2: nothing valid.
+Problem make_problem(std::int64_t heads, std::int64_t topk, std::int64_t capacity, std::uint64_t seed) {
+  Problem p;
+  p.heads = heads;
+  p.topk = topk;
+  p.q = random_queries(p.rows, heads, seed);
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_int_distribution<std::int32_t> slot(0, static_cast<std::int32_t>(capacity - 1));
+  p.indices.resize(static_cast<std::size_t>(p.rows * topk));
+  for (std::int64_t i = 0; i < topk; ++i) p.indices[i] = slot(rng);
+  for (std::int64_t i = 0; i < topk; ++i) {
+    const std::int32_t special[] = {-1, static_cast<std::int32_t>(capacity), p.indices[0], 123456789};
+    p.indices[topk + i] = i % 5 == 4 ? special[i % 4] : slot(rng);
+    p.indices[2 * topk + i] = i % 2 == 0 ? -1 : static_cast<std::int32_t>(capacity + i);
+  }
+  p.topk_len = {static_cast<std::int32_t>(topk), static_cast<std::int32_t>(std::max<std::int64_t>(1, topk - 3)),
+                static_cast<std::int32_t>(topk)};
+  return p;
+}
+
+struct Result {
+  std::vector<std::uint16_t> out;
+  std::vector<float> lse;
+};
+
+Result run_cpu(AttentionCache& cache, Problem& p) {
+  Result r{std::vector<std::uint16_t>(static_cast<std::size_t>(p.rows * p.heads * 512)),
+           std::vector<float>(static_cast<std::size_t>(p.rows * p.heads))};
+  SparseDecodeOptions options;
+  const TensorView len = make_view(p.topk_len.data(), DType::kInt32, {p.rows});
+  options.topk_len = &len;
+  const TensorView scale = make_view(&cache.k_scale, DType::kFloat32, {1});
+  options.decode.scale = &scale;
+  sparse_mla_decode(cache.format, make_view(p.q.data(), DType::kBFloat16, {p.rows, p.heads, 576}), cache.view(),
+                    make_view(p.indices.data(), DType::kInt32, {p.rows, p.topk}),
+                    make_view(r.out.data(), DType::kBFloat16, {p.rows, p.heads, 512}),
+                    make_view(r.lse.data(), DType::kFloat32, {p.rows, p.heads}), options);
+  return r;
+}
+
+// The same decode on the GPU, with a workspace or without; with `graph`, captured and replayed.
+Result run_cuda(AttentionCache& cache, Problem& p, bool workspace, bool graph = false) {
+  DeviceBuffer d_cache(cache.bytes);
+  DeviceBuffer d_q(p.q);
+  DeviceBuffer d_indices(p.indices);
+  DeviceBuffer d_len(p.topk_len);
+  DeviceBuffer d_out(static_cast<std::size_t>(p.rows * p.heads * 512 * 2));
+  DeviceBuffer d_lse(static_cast<std::size_t>(p.rows * p.heads * 4));
+  const Device device{DeviceType::kCuda, 0};
+  const std::size_t ws_bytes = sparse_mla_decode_workspace_size(p.rows, p.heads, p.topk, device);
+  DeviceBuffer d_ws(ws_bytes);
+  cudaMemset(d_out.get(), 0xFF, d_out.bytes());
+  SparseDecodeOptions options;
+  const TensorView len = on_device(make_view(nullptr, DType::kInt32, {p.rows}), d_len);
+  options.topk_len = &len;
+  const TensorView scale = make_view(&cache.k_scale, DType::kFloat32, {1});
+  options.decode.scale = &scale;
+  const TensorView ws = on_device(make_view(nullptr, DType::kUInt8, {static_cast<std::int64_t>(ws_bytes)}), d_ws);
+  if (workspace) options.workspace = &ws;
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  const auto launch = [&] {
+    sparse_mla_decode(cache.format, on_device(make_view(nullptr, DType::kBFloat16, {p.rows, p.heads, 576}), d_q),
+                      on_device(cache.view(), d_cache),
+                      on_device(make_view(nullptr, DType::kInt32, {p.rows, p.topk}), d_indices),
+                      on_device(make_view(nullptr, DType::kBFloat16, {p.rows, p.heads, 512}), d_out),
+                      on_device(make_view(nullptr, DType::kFloat32, {p.rows, p.heads}), d_lse), options, stream);
+  };
+  if (graph) {
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    launch();
+    EXPECT_EQ(cudaStreamEndCapture(stream, &g), cudaSuccess);
+    EXPECT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+    EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    cudaStreamSynchronize(stream);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(g);
+  } else {
+    launch();
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  EXPECT_EQ(d_cache.download<std::uint8_t>(), cache.bytes) << "the decode wrote the cache";
+  return {d_out.download<std::uint16_t>(), d_lse.download<float>()};
+}
+
+void expect_close(const Result& gpu, const Result& cpu, double value_scale, const std::string& what) {
+  int reported = 0;
+  for (std::size_t i = 0; i < cpu.out.size() && reported < 5; ++i) {
+    const double g = widen(gpu.out[i]);
+    const double c = widen(cpu.out[i]);
+    if (!(std::fabs(g - c) <= std::ldexp(value_scale, -8) + std::ldexp(std::fabs(c), -8))) {
+      ADD_FAILURE() << what << ": out[" << i << "] gpu " << g << " cpu " << c;
+      ++reported;
+    }
+  }
+  for (std::size_t i = 0; i < cpu.lse.size(); ++i) {
+    if (std::isinf(cpu.lse[i])) {
+      EXPECT_EQ(gpu.lse[i], cpu.lse[i]) << what << ": lse[" << i << "]";
+    } else {
+      EXPECT_NEAR(gpu.lse[i], cpu.lse[i], 1e-3 * std::max(1.0f, std::fabs(cpu.lse[i]))) << what << ": lse[" << i << "]";
+    }
+  }
+}
+
+TEST(cuda_sparse_mla_decode, matches_the_cpu_for_every_format_head_count_and_entry_count) {
+  MLAKV_REQUIRE_GPU();
+  for (const FormatInfo& info : formats()) {
+    AttentionCache cache(info.format, 3000, 17);
+    const double value_scale = max_abs_value(cache.keys());
+    for (const std::int64_t heads : {16, 32, 64, 128}) {
+      for (const std::int64_t topk : {1, 7, 64, 2048}) {
+        Problem p = make_problem(heads, topk, cache.capacity(), static_cast<std::uint64_t>(heads * 7 + topk));
+        const Result cpu = run_cpu(cache, p);
+        const std::string what = std::string(info.id) + " H=" + std::to_string(heads) + " K=" + std::to_string(topk);
+        expect_close(run_cuda(cache, p, false), cpu, value_scale, what + " (no workspace)");
+        expect_close(run_cuda(cache, p, true), cpu, value_scale, what + " (workspace)");
+      }
+    }
+  }
+}
+
+TEST(cuda_sparse_mla_decode, odd_head_counts_and_long_rows_match_the_cpu) {
+  MLAKV_REQUIRE_GPU();
+  AttentionCache cache(Format::kNvfp4DsMlaFp8Rope, 9000, 3);
+  const double value_scale = max_abs_value(cache.keys());
+  for (const std::int64_t heads : {1, 5, 24}) {
+    Problem p = make_problem(heads, 5000, cache.capacity(), 40 + heads);
+    const Result cpu = run_cpu(cache, p);
+    expect_close(run_cuda(cache, p, true), cpu, value_scale, "H=" + std::to_string(heads) + " K=5000");
+  }
+}
+
+TEST(cuda_sparse_mla_decode, replays_in_a_cuda_graph) {
+  MLAKV_REQUIRE_GPU();
+  AttentionCache cache(Format::kNvfp4DsMla, 4096, 5);
+  Problem p = make_problem(32, 2048, cache.capacity(), 3);
+  const Result eager = run_cuda(cache, p, true);
+  const Result replayed = run_cuda(cache, p, true, /*graph=*/true);
+  EXPECT_EQ(eager.out, replayed.out);
+  EXPECT_EQ(eager.lse, replayed.lse);
+}
+
+TEST(cuda_sparse_mla_decode, leaves_guard_bytes_around_the_cache_untouched) {
+  MLAKV_REQUIRE_GPU();
+  AttentionCache cache(Format::kNvfp4DsMlaFp8Rope, 256, 5);
+  constexpr std::size_t kGuard = 4096;
+  std::vector<std::uint8_t> host(kGuard + cache.bytes.size() + kGuard, 0xC5);
+  std::copy(cache.bytes.begin(), cache.bytes.end(), host.begin() + kGuard);
+  DeviceBuffer buffer(host);
+  Problem p = make_problem(16, 64, cache.capacity(), 9);
+  std::vector<std::uint16_t> out(static_cast<std::size_t>(p.rows * 16 * 512));
+  DeviceBuffer d_q(p.q), d_indices(p.indices), d_out(out.size() * 2), d_lse(static_cast<std::size_t>(p.rows * 16 * 4));
+  sparse_mla_decode(cache.format, on_device(make_view(nullptr, DType::kBFloat16, {p.rows, 16, 576}), d_q),
+                    on_device(cache.view(), buffer, kGuard),
+                    on_device(make_view(nullptr, DType::kInt32, {p.rows, p.topk}), d_indices),
+                    on_device(make_view(nullptr, DType::kBFloat16, {p.rows, 16, 512}), d_out),
+                    on_device(make_view(nullptr, DType::kFloat32, {p.rows, 16}), d_lse));
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(buffer.download<std::uint8_t>(), host);
+}
+
+TEST(cuda_merge_attention_states, matches_the_cpu_in_bf16_and_float32) {
+  MLAKV_REQUIRE_GPU();
+  const std::int64_t rows = 4, heads = 8, width = 512;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    const int size = dtype_size(dtype);
+    std::vector<std::uint8_t> a(static_cast<std::size_t>(rows * heads * width * size));
+    std::vector<std::uint8_t> b(a.size());
+    for (std::size_t i = 0; i < a.size() / size; ++i) {
+      const float va = normal(rng), vb = normal(rng);
+      if (dtype == DType::kFloat32) {
+        std::memcpy(a.data() + 4 * i, &va, 4);
+        std::memcpy(b.data() + 4 * i, &vb, 4);
+      } else {
+        const std::uint16_t ba = round_bf16(va), bb = round_bf16(vb);
+        std::memcpy(a.data() + 2 * i, &ba, 2);
+        std::memcpy(b.data() + 2 * i, &bb, 2);
+      }
+    }
+    std::vector<float> la(static_cast<std::size_t>(rows * heads)), lb(la.size());
+    for (std::size_t i = 0; i < la.size(); ++i) {
+      la[i] = 3.0f * normal(rng);
+      lb[i] = i % 7 == 0 ? -std::numeric_limits<float>::infinity() : 3.0f * normal(rng);
+    }
+    la[5] = lb[5] = -std::numeric_limits<float>::infinity();
+    std::vector<std::uint8_t> out(a.size());
+    std::vector<float> lse(la.size());
+    const auto v3 = [&](void* data) { return make_view(data, dtype, {rows, heads, width}); };
+    const auto v2 = [&](void* data) { return make_view(data, DType::kFloat32, {rows, heads}); };
+    merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(out.data()), v2(lse.data()));
+    DeviceBuffer da(a), db(b), dla(la), dlb(lb), dout(out.size()), dlse(lse.size() * 4);
+    merge_attention_states(on_device(v3(nullptr), da), on_device(v2(nullptr), dla), on_device(v3(nullptr), db),
+                           on_device(v2(nullptr), dlb), on_device(v3(nullptr), dout), on_device(v2(nullptr), dlse));
+    MLAKV_CUDA_OK(cudaDeviceSynchronize());
+    const auto gpu_lse = dlse.download<float>();
+    for (std::size_t i = 0; i < lse.size(); ++i) {
+      if (std::isinf(lse[i])) {
+        EXPECT_EQ(gpu_lse[i], lse[i]);
+      } else {
+        EXPECT_NEAR(gpu_lse[i], lse[i], 1e-5f * std::max(1.0f, std::fabs(lse[i])));
+      }
+    }
+    const auto gpu_out = dout.download<std::uint8_t>();
+    for (std::size_t i = 0; i < out.size() / size; ++i) {
+      float g, c;
+      if (dtype == DType::kFloat32) {
+        std::memcpy(&g, gpu_out.data() + 4 * i, 4);
+        std::memcpy(&c, out.data() + 4 * i, 4);
+      } else {
+        std::uint16_t gb, cb;
+        std::memcpy(&gb, gpu_out.data() + 2 * i, 2);
+        std::memcpy(&cb, out.data() + 2 * i, 2);
+        g = widen(gb);
+        c = widen(cb);
+      }
+      // expf on the GPU and std::exp may differ in the last bit of a weight.
+      ASSERT_NEAR(g, c, 1e-5f + std::ldexp(std::fabs(c), dtype == DType::kFloat32 ? -20 : -7)) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mlakv::test
