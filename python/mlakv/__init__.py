@@ -3,7 +3,7 @@
 
 Writers quantize each token's latent (512 values) and RoPE key (64 values) into
 a record of a paged cache ``uint8[num_blocks, block_size, record_bytes]``; the
-reader decodes records back. Arrays are any DLPack producer (numpy, torch, CuPy,
+readers decode records back; ``sparse_mla_decode`` attends over records directly. Arrays are any DLPack producer (numpy, torch, CuPy,
 JAX); numpy bfloat16 comes from ``ml_dtypes``. Bad input raises ``ValueError``
 or ``TypeError`` naming the argument, before any byte is written.
 
@@ -18,6 +18,7 @@ from typing import Any
 from . import _mlakv
 from ._arrays import empty, input_array, output_array, scale_array, slot_array, stream_handle, writer_arguments
 from ._arrays import export as export_cache
+from .attention import merge_attention_states, sparse_mla_decode, sparse_mla_decode_workspace_size, sparse_mla_workspace
 
 __version__: str = _mlakv.__version__
 
@@ -28,6 +29,10 @@ __all__ = [
     "formats",
     "gather_records",
     "gather_records_paged",
+    "merge_attention_states",
+    "sparse_mla_decode",
+    "sparse_mla_decode_workspace_size",
+    "sparse_mla_workspace",
 ]
 
 _LATENT_DIM = 512

@@ -98,6 +98,49 @@ void py_gather_records_paged(const std::string& format, const Array& kv_cache, c
                        to_stream(stream));
 }
 
+void py_sparse_mla_decode(const std::string& format, const Array& q, const Tag& q_tag, const Array& kv_cache,
+                         const Array& indices, const OutArray& out, const Tag& out_tag, const OutArray& lse,
+                         const std::optional<Array>& topk_len, float sm_scale, const std::optional<Array>& scale,
+                         const std::string& rope_dtype, const std::optional<OutArray>& workspace,
+                         std::uintptr_t stream) {
+  const Format parsed = parse_format(format);
+  const TensorView q_view = to_view(q, q_tag);
+  const TensorView cache_view = to_view(kv_cache);
+  const TensorView indices_view = to_view(indices);
+  const TensorView out_view = to_view(out, out_tag);
+  const TensorView lse_view = to_view(lse);
+  const std::optional<TensorView> len_view = optional_view(topk_len);
+  const std::optional<TensorView> scale_view = optional_view(scale);
+  const std::optional<TensorView> workspace_view =
+      workspace ? std::optional<TensorView>(to_view(*workspace)) : std::nullopt;
+  SparseDecodeOptions options;
+  options.sm_scale = sm_scale;
+  options.topk_len = len_view ? &*len_view : nullptr;
+  options.decode = gather_options(scale_view, rope_dtype);
+  options.workspace = workspace_view ? &*workspace_view : nullptr;
+  nb::gil_scoped_release release;
+  sparse_mla_decode(parsed, q_view, cache_view, indices_view, out_view, lse_view, options, to_stream(stream));
+}
+
+void py_merge_attention_states(const Array& out_a, const Tag& a_tag, const Array& lse_a, const Array& out_b,
+                               const Tag& b_tag, const Array& lse_b, const OutArray& out, const Tag& out_tag,
+                               const OutArray& lse, std::uintptr_t stream) {
+  const TensorView a = to_view(out_a, a_tag);
+  const TensorView la = to_view(lse_a);
+  const TensorView b = to_view(out_b, b_tag);
+  const TensorView lb = to_view(lse_b);
+  const TensorView o = to_view(out, out_tag);
+  const TensorView l = to_view(lse);
+  nb::gil_scoped_release release;
+  merge_attention_states(a, la, b, lb, o, l, to_stream(stream));
+}
+
+std::size_t py_sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk,
+                                                bool cuda, int device_index) {
+  return sparse_mla_decode_workspace_size(rows, heads, topk,
+                                          Device{cuda ? DeviceType::kCuda : DeviceType::kCpu, device_index});
+}
+
 nb::list py_formats() {
   nb::list out;
   for (const FormatInfo& info : formats()) {
@@ -152,6 +195,13 @@ NB_MODULE(_mlakv, m) {
         "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
   m.def("gather_records_paged", &py_gather_records_paged, "format"_a, "kv_cache"_a, "block_table"_a, "seq_lens"_a,
         "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
+  m.def("sparse_mla_decode", &py_sparse_mla_decode, "format"_a, "q"_a, "q_tag"_a.none(), "kv_cache"_a, "indices"_a,
+        "out"_a, "out_tag"_a.none(), "lse"_a, "topk_len"_a.none(), "sm_scale"_a, "scale"_a.none(), "rope_dtype"_a,
+        "workspace"_a.none(), "stream"_a);
+  m.def("merge_attention_states", &py_merge_attention_states, "out_a"_a, "a_tag"_a.none(), "lse_a"_a, "out_b"_a,
+        "b_tag"_a.none(), "lse_b"_a, "out"_a, "out_tag"_a.none(), "lse"_a, "stream"_a);
+  m.def("sparse_mla_decode_workspace_size", &py_sparse_mla_decode_workspace_size, "rows"_a, "heads"_a, "topk"_a,
+        "cuda"_a, "device_index"_a);
   m.def("formats", &py_formats);
   m.def("capabilities", &py_capabilities);
 }

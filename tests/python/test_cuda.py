@@ -121,3 +121,47 @@ def test_writer_is_captured_in_a_torch_cuda_graph_on_its_current_stream():
 def test_capabilities_list_the_cuda_backend():
     cuda = {(c["format"], c["arch"]) for c in mlakv.capabilities() if c["backend"] == "cuda"}
     assert ("nvfp4_ds_mla_fp8_rope", "sm_90") in cuda
+
+
+@pytest.mark.parametrize("fmt", ["nvfp4_ds_mla_fp8_rope", "fp8_ds_mla", "bf16"])
+@pytest.mark.parametrize("use_workspace", [False, True])
+def test_torch_sparse_mla_decode_matches_cpu(fmt, use_workspace):
+    tokens = 512
+    kv_c, k_pe = random_inputs(tokens, BF16, seed=9)
+    cache = cpu_write(fmt, kv_c, k_pe, np.arange(tokens), 1.0, (tokens // 64, 64, RECORD_BYTES[fmt]))
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((3, 32, 576)).astype(np.float32).astype(BF16)
+    indices = rng.integers(-1, tokens + 5, size=(3, 300)).astype(np.int32)
+    topk_len = np.array([300, 17, 0], np.int32)
+    out, lse = mlakv.sparse_mla_decode(q, cache, fmt, indices, topk_len=topk_len)
+    tq, tindices = to_torch(q), to_torch(indices)
+    workspace = mlakv.sparse_mla_workspace(tq, tindices) if use_workspace else None
+    gout, glse = mlakv.sparse_mla_decode(
+        tq, to_torch(cache), fmt, tindices, topk_len=to_torch(topk_len), workspace=workspace
+    )
+    torch.cuda.synchronize()
+    assert gout.dtype == torch.bfloat16 and glse.dtype == torch.float32
+    ref = out.astype(np.float32)
+    scale = float(np.abs(kv_c.astype(np.float32)).max())
+    np.testing.assert_allclose(gout.float().cpu().numpy(), ref, rtol=2**-8, atol=scale * 2**-8)
+    np.testing.assert_allclose(glse.cpu().numpy(), lse, rtol=1e-3, atol=1e-3)
+
+
+def test_torch_sparse_mla_decode_is_capturable_in_a_cuda_graph():
+    tokens = 1024
+    kv_c, k_pe = random_inputs(tokens, BF16, seed=3)
+    cache = to_torch(cpu_write("nvfp4_ds_mla", kv_c, k_pe, np.arange(tokens), 1.0, (16, 64, 432)))
+    q = torch.randn(2, 64, 576, device="cuda").to(torch.bfloat16)
+    indices = torch.randint(0, tokens, (2, 512), device="cuda", dtype=torch.int32)
+    out = torch.empty(2, 64, 512, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(2, 64, device="cuda", dtype=torch.float32)
+    workspace = mlakv.sparse_mla_workspace(q, indices)
+    mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla", indices, out=out, lse=lse, workspace=workspace)
+    eager = out.clone()
+    out.zero_()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla", indices, out=out, lse=lse, workspace=workspace)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)
