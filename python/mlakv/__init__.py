@@ -3,9 +3,10 @@
 
 Writers quantize each token's latent (512 values) and RoPE key (64 values) into
 a record of a paged cache ``uint8[num_blocks, block_size, record_bytes]``; the
-readers decode records back; ``sparse_mla_decode`` attends over records directly. Arrays are any DLPack producer (numpy, torch, CuPy,
-JAX); numpy bfloat16 comes from ``ml_dtypes``. Bad input raises ``ValueError``
-or ``TypeError`` naming the argument, before any byte is written.
+readers decode records back; ``sparse_mla_decode`` attends over records
+directly. Arrays are any DLPack producer (numpy, torch, CuPy, JAX); numpy
+bfloat16 comes from ``ml_dtypes``. Bad input raises ``ValueError`` or
+``TypeError`` naming the argument, before any byte is written.
 
 The packaged compact writer lives in the submodule ``mlakv.kv_cache``, which
 this package does not import.
