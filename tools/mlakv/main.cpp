@@ -16,7 +16,10 @@ int run(int argc, char** argv) {
   CLI::App app{"mlakv: compact KV-cache record formats of MLA models"};
   app.set_version_flag("--version", mlakv::kVersion);
   app.require_subcommand(1);
+  mlakv::tool::add_report_command(app);
+  mlakv::tool::add_capacity_command(app);
   mlakv::tool::add_formats_command(app);
+  mlakv::tool::add_inspect_command(app);
   mlakv::tool::add_roundtrip_command(app);
   try {
     app.parse(argc, argv);

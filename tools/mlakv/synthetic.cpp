@@ -25,6 +25,8 @@ Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t see
   constexpr int kLatent = format::kLatentDim;
   constexpr int kRope = format::kRopeDim;
   constexpr int kOutlierEvery = 97;  // a handful of outlier channels
+  constexpr int kTinyEvery = 64;     // tokens whose whole latent is tiny
+  constexpr float kTiny = 1.0f / 1024.0f;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> log_gain(std::log(0.25f), std::log(4.0f));
@@ -40,9 +42,10 @@ Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t see
   a.kv_c_f32.resize(a.kv_c.size());
   a.k_pe_f32.resize(a.k_pe.size());
   for (std::int64_t t = 0; t < tokens; ++t) {
+    const float token_scale = t % kTinyEvery == kTinyEvery - 1 ? kTiny : 1.0f;
     for (int c = 0; c < kLatent; ++c) {
       const std::size_t i = static_cast<std::size_t>(t) * kLatent + c;
-      a.kv_c[i] = round_to(dtype, 0.05f * gain[c] * normal(rng));
+      a.kv_c[i] = round_to(dtype, token_scale * 0.05f * gain[c] * normal(rng));
       a.kv_c_f32[i] = widen(dtype, a.kv_c[i]);
     }
     const float magnitude = 1.0f + 0.5f * std::sin(0.01f * static_cast<float>(t));
@@ -56,6 +59,25 @@ Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t see
       }
     }
   }
+  return a;
+}
+
+Activations round_activations(const std::vector<float>& kv_c, const std::vector<float>& k_pe, std::int64_t tokens,
+                              DType dtype) {
+  Activations a;
+  a.tokens = tokens;
+  a.dtype = dtype;
+  const auto round_all = [dtype](const std::vector<float>& in, std::vector<std::uint16_t>& bits,
+                                 std::vector<float>& widened) {
+    bits.resize(in.size());
+    widened.resize(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      bits[i] = round_to(dtype, in[i]);
+      widened[i] = widen(dtype, bits[i]);
+    }
+  };
+  round_all(kv_c, a.kv_c, a.kv_c_f32);
+  round_all(k_pe, a.k_pe, a.k_pe_f32);
   return a;
 }
 

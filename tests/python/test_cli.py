@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The `mlakv` command (installed by pip): report, capacity, inspect and their errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ElementTree
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import mlakv
+
+EXE = shutil.which("mlakv")
+pytestmark = pytest.mark.skipif(EXE is None, reason="the mlakv command is not on the PATH")
+FORMATS = {f["id"]: f["record_bytes"] for f in mlakv.formats()}
+FAST = ["--tokens", "512", "--queries", "2", "--quiet"]
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, *args], capture_output=True, text=True, check=check)
+
+
+def test_mlakv_command_report_prints_a_table_with_every_format_and_a_recommendation():
+    out = run("report", "--model", "deepseek-v3", *FAST).stdout
+    header = next(line for line in out.splitlines() if line.strip().startswith("format"))
+    for column in (
+        "bytes",
+        "KiB/token",
+        "tokens",
+        "128k seqs",
+        "latent %",
+        "rope %",
+        "attn %",
+        "write GB/s",
+        "read GB/s",
+    ):
+        assert column in header
+    rows = [line for line in out.splitlines() if line[2:].split(" ")[0] in FORMATS]
+    assert sorted(line[2:].split()[0] for line in rows) == sorted(FORMATS)
+    assert sum(line.startswith("*") for line in rows) == 1
+    assert "* recommended: " in out
+
+
+def test_mlakv_command_report_json_has_every_format_and_exact_capacity():
+    report = json.loads(run("report", "--json", "--model", "glm-5", "--kv-memory", "96GB", *FAST).stdout)
+    assert report["model"] == {"id": "glm-5", "name": "GLM-5", "layers": 78, "heads": 64}
+    assert report["kv_memory"] == 96 * 10**9
+    assert sorted(f["format"] for f in report["formats"]) == sorted(FORMATS)
+    assert report["recommended"] in FORMATS
+    for f in report["formats"]:
+        assert f["bytes_per_token"] == 78 * FORMATS[f["format"]]
+        assert f["tokens"] == 96 * 10**9 // (78 * FORMATS[f["format"]])
+        assert f["sequences_128k"] == f["tokens"] // 131072
+        for key in ("latent_rel_rms", "rope_rel_rms", "attention_rel_rms", "write_gbps", "read_gbps"):
+            assert f[key] >= 0.0
+    by_id = {f["format"]: f for f in report["formats"]}
+    assert by_id["bf16"]["attention_rel_rms"] == 0.0  # the reference is the bf16 record
+    assert by_id["nvfp4_ds_mla_fp8_rope"]["attention_rel_rms"] > by_id["fp8_ds_mla"]["attention_rel_rms"]
+
+
+def test_mlakv_command_recommendation_follows_the_error_limit():
+    strict = json.loads(run("report", "--json", "--max-attention-error", "0", *FAST).stdout)
+    assert strict["recommended"] == "bf16"
+    loose = json.loads(run("report", "--json", "--max-attention-error", "1", *FAST).stdout)
+    assert loose["recommended"] == "nvfp4_fp8_ds_mla"  # the fewest bytes
+
+
+def test_mlakv_command_capacity_is_bytes_arithmetic():
+    report = json.loads(
+        run(
+            "capacity", "--json", "--model", "kimi-k2", "--gpus", "4", "--gpu-memory", "96GiB", "--kv-fraction", "0.5"
+        ).stdout
+    )
+    budget = int(4 * 96 * 2**30 * 0.5)
+    assert report["kv_memory"] == budget
+    for f in report["formats"]:
+        assert f["tokens"] == budget // (61 * FORMATS[f["format"]])
+    table = run("capacity", "--kv-memory", "1.5TiB", "--layers", "10").stdout
+    tokens = int(next(line for line in table.splitlines() if line.startswith("nvfp4_fp8_ds_mla ")).split()[3])
+    assert tokens == int(1.5 * 2**40) // (10 * 352)
+
+
+def test_mlakv_command_plot_is_svg_with_one_mark_per_format(tmp_path):
+    path = tmp_path / "plot.svg"
+    run("report", "--plot", str(path), *FAST)
+    root = ElementTree.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    marks = [c for c in root.iter("{http://www.w3.org/2000/svg}circle") if c.get("class") == "mark"]
+    assert sorted(m.get("data-format") for m in marks) == sorted(FORMATS)
+
+
+def test_mlakv_command_report_reads_the_users_activations(tmp_path):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "kv_c.npy", (0.1 * rng.standard_normal((300, 512))).astype(np.float32))
+    np.save(tmp_path / "k_pe.npy", rng.standard_normal((300, 64)).astype(np.float16))
+    np.save(tmp_path / "q.npy", rng.standard_normal((3, 8, 576)).astype(np.float32))
+    report = json.loads(run("report", "--json", "--quiet", "--activations", str(tmp_path)).stdout)
+    assert report["attention"]["rows"] == 3 and report["attention"]["heads"] == 8
+    assert report["attention"]["topk"] == 300
+    assert "300 tokens of" in report["source"]
+
+
+def test_mlakv_command_progress_goes_to_stderr_and_quiet_silences_it():
+    quiet = run("report", *FAST)
+    assert quiet.stderr == ""
+    loud = run("report", "--tokens", "4096")  # takes over a second on any machine
+    assert "mlakv: [" in loud.stderr and "speed of nvfp4_fp8_ds_mla" in loud.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["report", "--model", "llama"], "--model"),
+        (["report", "--kv-memory", "80GX"], "--kv-memory"),
+        (["capacity", "--gpus", "2"], "--gpu-memory"),
+        (["capacity", "--gpu-memory", "80GiB", "--kv-fraction", "1.5"], "--kv-fraction"),
+        (["report", "--activations", "/nonexistent"], "--activations"),
+        (["report", "--tokens", "many"], "--tokens"),
+        (["inspect", "--format", "nvfp4", "--cache", "x", "--block-size", "1", "--slot", "0"], "--format"),
+    ],
+)
+def test_mlakv_command_errors_exit_2_naming_the_flag(args, flag):
+    result = run(*args, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("mlakv: error: ") and flag in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_mlakv_command_report_device_cuda_without_a_gpu_exits_2():
+    auto = json.loads(run("report", "--device", "auto", "--json", *FAST).stdout)
+    if auto["device"] == "cuda":
+        pytest.skip("a GPU is present")
+    result = run("report", "--device", "cuda", check=False)
+    assert result.returncode == 2 and "--device" in result.stderr
+
+
+def test_mlakv_command_inspect_decodes_one_record(tmp_path):
+    from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
+
+    rng = np.random.default_rng(1)
+    kv = rng.standard_normal((8, 512)).astype(ml_dtypes.bfloat16)
+    pe = rng.standard_normal((8, 64)).astype(ml_dtypes.bfloat16)
+    cache = np.zeros((2, 4, 368), np.uint8)
+    concat_and_cache_nvfp4_mla_fp8_rope(kv, pe, cache, np.arange(8))
+    cache.tofile(tmp_path / "cache.bin")
+    out = run(
+        "inspect",
+        "--format",
+        "nvfp4_ds_mla_fp8_rope",
+        "--cache",
+        str(tmp_path / "cache.bin"),
+        "--block-size",
+        "4",
+        "--slot",
+        "6",
+        "--values",
+        "4",
+    ).stdout
+    assert "slot 6 = block 1, position 2" in out
+    assert "all zero (ok)" in out  # the pad check
+    for name in ("latent_codes", "group_scales", "rope_scale", "rope"):
+        assert name in out
+    decoded_kv, decoded_pe = mlakv.gather_records("nvfp4_ds_mla_fp8_rope", cache, [6])
+    line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
+    values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
+    np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
+    assert (
+        run(
+            "inspect",
+            "--format",
+            "nvfp4_ds_mla_fp8_rope",
+            "--cache",
+            str(tmp_path / "cache.bin"),
+            "--block-size",
+            "4",
+            "--slot",
+            "8",
+            check=False,
+        ).returncode
+        == 2
+    )

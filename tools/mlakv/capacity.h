@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// How many tokens each record format fits in a KV memory budget.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mlakv/formats.h"
+
+namespace mlakv::tool {
+
+inline constexpr std::int64_t kSequenceTokens = 131072;  // a 128k-token sequence
+
+struct Capacity {
+  Format format;
+  int record_bytes;              // per token per layer
+  std::int64_t bytes_per_token;  // all layers
+  std::uint64_t tokens;          // floor(kv_memory / (layers * record_bytes))
+  std::uint64_t sequences;       // floor(tokens / 131072)
+  double tokens_vs_bf16;         // tokens relative to the 1152-byte bf16 record
+};
+
+/// One entry per format of formats(), in registry order.
+std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers);
+
+}  // namespace mlakv::tool

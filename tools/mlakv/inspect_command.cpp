@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// `mlakv inspect`: decodes one record of a raw cache dump and prints its
+// fields: the tool to reach for when two engines disagree about bytes.
+#include <cuda_fp8.h>
+#include <fmt/core.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "mlakv/error.h"
+#include "mlakv/formats.h"
+#include "mlakv/readers.h"
+
+namespace mlakv::tool {
+namespace {
+
+struct InspectOptions {
+  std::string format;
+  std::string cache;
+  std::int64_t block_size = 0;
+  std::int64_t slot = 0;
+  float scale = 1.0f;
+  std::string rope_dtype = "bf16";
+  int values = 8;
+};
+
+std::string hex(const std::uint8_t* bytes, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += fmt::format("{}{:02x}", i ? " " : "", bytes[i]);
+  return out;
+}
+
+float e4m3(std::uint8_t code) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3)));
+}
+
+std::string list(const std::vector<float>& values, int n) {
+  std::string out;
+  for (int i = 0; i < n && i < static_cast<int>(values.size()); ++i)
+    out += fmt::format("{}{:.6g}", i ? ", " : "", values[i]);
+  return out;
+}
+
+// What a field holds, read as its contents say: f32 scales, E4M3 scales, zero padding, or bytes.
+void print_field(const FieldInfo& f, const std::uint8_t* record, int values) {
+  const std::uint8_t* bytes = record + f.offset;
+  const std::string name(f.name);
+  std::string shown;
+  if (name == "pad") {
+    int nonzero = 0;
+    for (int i = 0; i < f.bytes; ++i) nonzero += bytes[i] != 0;
+    shown = nonzero == 0 ? "all zero (ok)" : fmt::format("NOT zero: {} of {} bytes set", nonzero, f.bytes);
+  } else if (name.find("scale") != std::string::npos && std::string(f.contents).find("f32") != std::string::npos) {
+    std::vector<float> v(static_cast<std::size_t>(f.bytes / 4));
+    std::memcpy(v.data(), bytes, v.size() * 4);
+    shown = "f32 " + list(v, values);
+  } else if (name.find("scale") != std::string::npos) {
+    std::vector<float> v(static_cast<std::size_t>(f.bytes));
+    for (int i = 0; i < f.bytes; ++i) v[i] = e4m3(bytes[i]);
+    shown = "E4M3 " + list(v, values) + (f.bytes > values ? ", ..." : "");
+  } else {
+    shown = hex(bytes, std::min(f.bytes, 16)) + (f.bytes > 16 ? " ..." : "");
+  }
+  fmt::print("  [{:>4}, {:>4})  {:<14} {:<44} {}\n", f.offset, f.offset + f.bytes, f.name, f.contents, shown);
+}
+
+void run_inspect(const InspectOptions& o) {
+  const auto fail = [](const std::string& flag, const std::string& why) {
+    throw Error(ErrorCode::kValue, flag + ": " + why);
+  };
+  const Format format = [&] {
+    try {
+      return parse_format(o.format);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kValue, std::string("--format: ") + e.what());
+    }
+  }();
+  const FormatInfo& info = format_info(format);
+  if (o.block_size <= 0) fail("--block-size", "must be > 0");
+  if (o.rope_dtype != "bf16" && o.rope_dtype != "fp16") fail("--rope-dtype", "must be bf16 or fp16");
+  std::ifstream in(o.cache, std::ios::binary);
+  if (!in) fail("--cache", "cannot open " + o.cache);
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::int64_t block_bytes = o.block_size * info.record_bytes;
+  if (bytes.empty() || static_cast<std::int64_t>(bytes.size()) % block_bytes != 0) {
+    fail("--cache", fmt::format("{} is {} bytes, not a whole number of blocks of {} x {} bytes (a dense "
+                                "[num_blocks, block_size, {}] dump)",
+                                o.cache, bytes.size(), o.block_size, info.record_bytes, info.record_bytes));
+  }
+  const std::int64_t num_blocks = static_cast<std::int64_t>(bytes.size()) / block_bytes;
+  if (o.slot < 0 || o.slot >= num_blocks * o.block_size) {
+    fail("--slot", fmt::format("must be in [0, {}) for this cache, got {}", num_blocks * o.block_size, o.slot));
+  }
+  const std::uint8_t* record = bytes.data() + o.slot * info.record_bytes;
+  fmt::print("{}: slot {} = block {}, position {}; record at byte {} of {}\n", info.id, o.slot, o.slot / o.block_size,
+             o.slot % o.block_size, o.slot * info.record_bytes, o.cache);
+  for (const FieldInfo& f : info.fields) print_field(f, record, o.values);
+
+  // The decoded values, through the library's reader.
+  float k_scale = o.scale;
+  const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
+  GatherOptions options;
+  options.scale = &scale;
+  options.rope_dtype = o.rope_dtype == "fp16" ? DType::kFloat16 : DType::kBFloat16;
+  std::int64_t slot = o.slot;
+  std::vector<float> kv(512), pe(64);
+  gather_records(format, make_view(bytes.data(), DType::kUInt8, {num_blocks, o.block_size, info.record_bytes}),
+                 make_view(&slot, DType::kInt64, {1}), make_view(kv.data(), DType::kFloat32, {1, 512}),
+                 make_view(pe.data(), DType::kFloat32, {1, 64}), options);
+  const auto amax = [](const std::vector<float>& v) {
+    float m = 0.0f;
+    for (const float x : v) m = std::max(m, std::abs(x));
+    return m;
+  };
+  fmt::print("decoded kv_c[0:{}] = {}   (amax {:.6g})\n", o.values, list(kv, o.values), amax(kv));
+  fmt::print("decoded k_pe[0:{}] = {}   (amax {:.6g})\n", o.values, list(pe, o.values), amax(pe));
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "Decode one record of a raw cache dump and print its fields");
+  auto o = std::make_shared<InspectOptions>();
+  cmd->add_option("--format", o->format, "Record format id (mlakv formats)")->required();
+  cmd->add_option("--cache", o->cache, "Raw dump of a dense [num_blocks, block_size, record_bytes] cache")->required();
+  cmd->add_option("--block-size", o->block_size, "Slots per block")->required();
+  cmd->add_option("--slot", o->slot, "Flat slot to decode")->required();
+  cmd->add_option("--scale", o->scale, "k_scale the fp8_e4m3 records were written with")->default_val(1.0f);
+  cmd->add_option("--rope-dtype", o->rope_dtype, "What fp8_ds_mla's raw RoPE values are: bf16 or fp16")
+      ->default_val("bf16");
+  cmd->add_option("--values", o->values, "How many decoded values to print")->default_val(8)->check(CLI::Range(1, 512));
+  cmd->callback([o] { run_inspect(*o); });
+}
+
+}  // namespace mlakv::tool

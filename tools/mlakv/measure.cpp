@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "measure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "codec/element.h"
+#include "device_buffer.h"
+#include "format/specs.h"
+#include "mlakv/attention.h"
+#include "mlakv/kv_cache.h"
+#include "mlakv/readers.h"
+#include "timing.h"
+
+namespace mlakv::tool {
+namespace {
+
+constexpr std::int64_t kBlockSize = 64;
+constexpr int kLatent = format::kLatentDim;
+constexpr int kRope = format::kRopeDim;
+constexpr int kKey = kQueryDim;
+constexpr float kQueryFocus = 15.0f;
+
+float widen_bf16(std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); }
+
+ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got) {
+  double err2 = 0.0, ref2 = 0.0, max_abs = 0.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    err2 += d * d;
+    ref2 += static_cast<double>(ref[i]) * ref[i];
+    max_abs = std::max(max_abs, std::abs(d));
+  }
+  return {ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), max_abs};
+}
+
+// K distinct tokens of [0, tokens) per row, in random order.
+std::vector<std::int32_t> select_tokens(std::int64_t rows, std::int64_t tokens, std::int64_t topk,
+                                        std::mt19937_64& rng) {
+  std::vector<std::int32_t> all(static_cast<std::size_t>(tokens));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<std::int32_t> indices;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::shuffle(all.begin(), all.end(), rng);
+    indices.insert(indices.end(), all.begin(), all.begin() + topk);
+  }
+  return indices;
+}
+
+}  // namespace
+
+Queries make_queries(const Activations& bf16, std::int64_t rows, std::int64_t heads, std::int64_t topk,
+                     std::uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x51ED5EEDull);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Queries q{rows, heads, topk, {}, select_tokens(rows, bf16.tokens, topk, rng)};
+  q.q.resize(static_cast<std::size_t>(rows * heads * kKey));
+  std::uniform_int_distribution<std::int64_t> pick(0, topk - 1);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const std::int64_t token = q.indices[r * topk + pick(rng)];
+      float key[kKey];
+      double norm2 = 0.0;
+      for (int d = 0; d < kKey; ++d) {
+        key[d] = d < kLatent ? bf16.kv_c_f32[token * kLatent + d] : bf16.k_pe_f32[token * kRope + d - kLatent];
+        norm2 += static_cast<double>(key[d]) * key[d];
+      }
+      const float scale = norm2 > 0.0 ? kQueryFocus / static_cast<float>(std::sqrt(norm2)) : 0.0f;
+      for (int d = 0; d < kKey; ++d) {
+        q.q[(r * heads + h) * kKey + d] = codec::encode_bf16(scale * key[d] + normal(rng));
+      }
+    }
+  }
+  return q;
+}
+
+Queries user_queries(const std::vector<float>& values, std::int64_t rows, std::int64_t heads, std::int64_t tokens,
+                     std::int64_t topk, std::uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x51ED5EEDull);
+  Queries q{rows, heads, topk, std::vector<std::uint16_t>(values.size()), select_tokens(rows, tokens, topk, rng)};
+  for (std::size_t i = 0; i < values.size(); ++i) q.q[i] = codec::encode_bf16(values[i]);
+  return q;
+}
+
+struct Measurement::Buffers {
+  Device device;
+  const Activations& bf16;
+  const Activations& fp16;
+  Queries queries;
+  std::int64_t tokens;
+  std::int64_t num_blocks;
+  float k_scale = 1.0f;
+  DeviceBuffer kv_bf16, pe_bf16, kv_fp16, pe_fp16, slots, cache, kv_out, pe_out, rows, q, indices, out, lse;
+  std::vector<float> reference;  // [R, H, 512]: the decode over bf16 records of the bf16 inputs
+
+  Buffers(Device d, const Activations& b, const Activations& f, const Queries& qs, const std::vector<std::int64_t>& s)
+      : device(d),
+        bf16(b),
+        fp16(f),
+        queries(qs),
+        tokens(b.tokens),
+        num_blocks((b.tokens + kBlockSize - 1) / kBlockSize),
+        kv_bf16(d, b.kv_c.data(), b.kv_c.size() * 2),
+        pe_bf16(d, b.k_pe.data(), b.k_pe.size() * 2),
+        kv_fp16(d, f.kv_c.data(), f.kv_c.size() * 2),
+        pe_fp16(d, f.k_pe.data(), f.k_pe.size() * 2),
+        slots(d, s.data(), s.size() * sizeof(std::int64_t)),
+        cache(d, nullptr, static_cast<std::size_t>(num_blocks * kBlockSize * format_info(Format::kBf16).record_bytes)),
+        kv_out(d, nullptr, static_cast<std::size_t>(b.tokens) * kLatent * sizeof(float)),
+        pe_out(d, nullptr, static_cast<std::size_t>(b.tokens) * kRope * sizeof(float)),
+        rows(d, nullptr, static_cast<std::size_t>(b.tokens) * kKey * 2),
+        q(d, qs.q.data(), qs.q.size() * 2),
+        indices(d, qs.indices.data(), qs.indices.size() * sizeof(std::int32_t)),
+        out(d, nullptr, static_cast<std::size_t>(qs.rows * qs.heads * kValueDim * 2)),
+        lse(d, nullptr, static_cast<std::size_t>(qs.rows * qs.heads * sizeof(float))) {}
+
+  TensorView on(const DeviceBuffer& buffer, TensorView view) const {
+    view.data = buffer.data();
+    view.device = device;
+    return view;
+  }
+
+  TensorView cache_view(Format format) const {
+    return on(cache, make_view(nullptr, DType::kUInt8, {num_blocks, kBlockSize, format_info(format).record_bytes}));
+  }
+
+  const Activations& inputs(Format format) const { return format == Format::kFp16 ? fp16 : bf16; }
+
+  void write(Format format) {
+    const bool half = format == Format::kFp16;
+    const DType dtype = half ? DType::kFloat16 : DType::kBFloat16;
+    const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
+    write_records(format, on(half ? kv_fp16 : kv_bf16, make_view(nullptr, dtype, {tokens, kLatent})),
+                  on(half ? pe_fp16 : pe_bf16, make_view(nullptr, dtype, {tokens, kRope})), cache_view(format),
+                  on(slots, make_view(nullptr, DType::kInt64, {tokens})), &scale);
+  }
+
+  void read_rows(Format format) {
+    const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
+    GatherOptions options;
+    options.scale = &scale;
+    TensorView kv = on(rows, make_view(nullptr, DType::kBFloat16, {tokens, kLatent}));
+    kv.strides[0] = kKey;
+    TensorView pe = kv;
+    pe.data = static_cast<std::uint8_t*>(rows.data()) + 2 * kLatent;
+    pe.shape[1] = kRope;
+    gather_records(format, cache_view(format), on(slots, make_view(nullptr, DType::kInt64, {tokens})), kv, pe, options);
+  }
+
+  std::vector<float> attend(Format format) {
+    const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
+    SparseDecodeOptions options;
+    options.decode.scale = &scale;
+    const Queries& qs = queries;
+    sparse_mla_decode(format, on(q, make_view(nullptr, DType::kBFloat16, {qs.rows, qs.heads, kKey})),
+                      cache_view(format), on(indices, make_view(nullptr, DType::kInt32, {qs.rows, qs.topk})),
+                      on(out, make_view(nullptr, DType::kBFloat16, {qs.rows, qs.heads, kValueDim})),
+                      on(lse, make_view(nullptr, DType::kFloat32, {qs.rows, qs.heads})), options);
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(qs.rows * qs.heads * kValueDim));
+    out.copy_to_host(bits.data());
+    std::vector<float> values(bits.size());
+    std::transform(bits.begin(), bits.end(), values.begin(), widen_bf16);
+    return values;
+  }
+};
+
+Measurement::Measurement(Device device, const Activations& bf16, const Activations& fp16, const Queries& queries) {
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(bf16.tokens));
+  std::iota(slots.begin(), slots.end(), 0);
+  buffers_ = std::make_unique<Buffers>(device, bf16, fp16, queries, slots);
+  buffers_->write(Format::kBf16);
+  buffers_->reference = buffers_->attend(Format::kBf16);
+}
+
+Measurement::~Measurement() = default;
+
+FormatAccuracy Measurement::accuracy(Format format) {
+  Buffers& b = *buffers_;
+  b.write(format);
+  const TensorView scale = make_view(&b.k_scale, DType::kFloat32, {1});
+  GatherOptions options;
+  options.scale = &scale;
+  options.rope_dtype = format == Format::kFp16 ? DType::kFloat16 : DType::kBFloat16;
+  gather_records(format, b.cache_view(format), b.on(b.slots, make_view(nullptr, DType::kInt64, {b.tokens})),
+                 b.on(b.kv_out, make_view(nullptr, DType::kFloat32, {b.tokens, kLatent})),
+                 b.on(b.pe_out, make_view(nullptr, DType::kFloat32, {b.tokens, kRope})), options);
+  std::vector<float> kv(static_cast<std::size_t>(b.tokens) * kLatent);
+  std::vector<float> pe(static_cast<std::size_t>(b.tokens) * kRope);
+  b.kv_out.copy_to_host(kv.data());
+  b.pe_out.copy_to_host(pe.data());
+  const Activations& a = b.inputs(format);
+  return {error_stats(a.kv_c_f32, kv), error_stats(a.k_pe_f32, pe), error_stats(b.reference, b.attend(format))};
+}
+
+FormatSpeed Measurement::speed(Format format, int repeats) {
+  Buffers& b = *buffers_;
+  const auto tokens = static_cast<double>(b.tokens);
+  const double record = format_info(format).record_bytes;
+  FormatSpeed s;
+  s.write_bytes = tokens * (2.0 * kKey + 8.0 + record);
+  s.read_bytes = tokens * (record + 8.0 + 2.0 * kKey);
+  s.write_us = median_us(b.device, repeats, [&] { b.write(format); });
+  s.read_us = median_us(b.device, repeats, [&] { b.read_rows(format); });
+  if (b.device.type == DeviceType::kCuda) {
+    s.write_copy_us = copy_us(b.device, static_cast<std::size_t>(s.write_bytes), repeats);
+    s.read_copy_us = copy_us(b.device, static_cast<std::size_t>(s.read_bytes), repeats);
+  }
+  return s;
+}
+
+}  // namespace mlakv::tool

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reads numpy .npy files (format versions 1-3): little-endian float32 or
+// float16, C order. The format is a magic string, a header dict and raw data,
+// so it is parsed here rather than pulled in as a dependency.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlakv::tool {
+
+struct NpyArray {
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;  // float16 files are widened exactly
+};
+
+/// Throws mlakv::Error naming `flag` and the file on anything it cannot read.
+NpyArray read_npy(const std::string& flag, const std::string& path);
+
+}  // namespace mlakv::tool

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: Apache-2.0
+// `mlakv report`: for one model and KV memory budget, each format's capacity,
+// accuracy (through the library's writers, readers and sparse decode) and
+// speed on the chosen device, with a recommendation; `mlakv capacity`: the
+// capacity part alone.
+#include <fmt/core.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capacity.h"
+#include "commands.h"
+#include "device_buffer.h"
+#include "json_text.h"
+#include "measure.h"
+#include "mlakv/error.h"
+#include "mlakv/formats.h"
+#include "npy.h"
+#include "progress.h"
+#include "report_options.h"
+#include "sizes.h"
+#include "svg_plot.h"
+#include "synthetic.h"
+
+namespace mlakv::tool {
+namespace {
+
+constexpr std::int64_t kTopk = 2048;  // tokens an indexer selects per query (DeepSeek-V3.2)
+
+struct ReportOptions {
+  ModelOptions model;
+  std::string device = "cpu";
+  std::int64_t tokens = 0;  // 0: 4096 on the CPU, 262144 on CUDA
+  std::int64_t queries = 4;
+  std::uint64_t seed = 0;
+  std::string activations;
+  double max_attention_error = 0.02;
+  bool json = false;
+  std::string plot;
+  bool quiet = false;
+};
+
+struct FormatRow {
+  Capacity capacity;
+  FormatAccuracy accuracy;
+  FormatSpeed speed;
+};
+
+struct Inputs {
+  Activations bf16;
+  Activations fp16;
+  Queries queries;
+  std::string source;
+};
+
+Inputs synthetic_inputs(const ReportOptions& o, std::int64_t tokens, int heads) {
+  Inputs in{make_activations(tokens, DType::kBFloat16, o.seed),
+            make_activations(tokens, DType::kFloat16, o.seed),
+            {},
+            fmt::format("{} synthetic tokens (seed {})", tokens, o.seed)};
+  in.queries = make_queries(in.bf16, o.queries, heads, std::min(kTopk, tokens), o.seed);
+  return in;
+}
+
+// kv_c.npy [T, 512] and k_pe.npy [T, 64] (float32 or float16), optional q.npy [R, H, 576].
+Inputs user_inputs(const ReportOptions& o, int heads) {
+  const std::string dir = o.activations;
+  const NpyArray kv = read_npy("--activations", dir + "/kv_c.npy");
+  const NpyArray pe = read_npy("--activations", dir + "/k_pe.npy");
+  const auto shape_error = [&](const std::string& file, const std::string& want) {
+    throw Error(ErrorCode::kShape, "--activations: " + dir + "/" + file + ": shape must be " + want);
+  };
+  if (kv.shape.size() != 2 || kv.shape[1] != 512 || kv.shape[0] < 1) shape_error("kv_c.npy", "[T, 512]");
+  const std::int64_t tokens = kv.shape[0];
+  if (pe.shape.size() != 2 || pe.shape[0] != tokens || pe.shape[1] != 64) {
+    shape_error("k_pe.npy", "[T, 64] with T = " + std::to_string(tokens) + " (kv_c.npy's rows)");
+  }
+  Inputs in{round_activations(kv.values, pe.values, tokens, DType::kBFloat16),
+            round_activations(kv.values, pe.values, tokens, DType::kFloat16),
+            {},
+            fmt::format("{} tokens of {}", tokens, dir)};
+  const std::int64_t topk = std::min(kTopk, tokens);
+  std::ifstream q_file(dir + "/q.npy");
+  if (q_file.good()) {
+    const NpyArray q = read_npy("--activations", dir + "/q.npy");
+    if (q.shape.size() != 3 || q.shape[2] != 576 || q.shape[0] < 1 || q.shape[1] < 1) {
+      shape_error("q.npy", "[R, H, 576]");
+    }
+    in.queries = user_queries(q.values, q.shape[0], q.shape[1], tokens, topk, o.seed);
+    in.source += " with its q.npy";
+  } else {
+    in.queries = make_queries(in.bf16, o.queries, heads, topk, o.seed);
+  }
+  return in;
+}
+
+// The format with the most tokens among those within the attention-error limit.
+std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::string& reason) {
+  std::size_t best = rows.size();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const FormatRow& r = rows[i];
+    if (!(r.accuracy.attention.rel_rms <= limit)) continue;
+    if (best == rows.size() || r.capacity.tokens > rows[best].capacity.tokens ||
+        (r.capacity.tokens == rows[best].capacity.tokens &&
+         r.accuracy.attention.rel_rms < rows[best].accuracy.attention.rel_rms)) {
+      best = i;
+    }
+  }
+  if (best == rows.size()) {
+    reason = fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
+    return best;
+  }
+  const FormatRow& r = rows[best];
+  reason = fmt::format(
+      "the most tokens ({:.2f}x bf16) among formats whose sparse-attention error is within {:g}% "
+      "(it measured {:.3f}%)",
+      r.capacity.tokens_vs_bf16, 100.0 * limit, 100.0 * r.accuracy.attention.rel_rms);
+  return best;
+}
+
+double gbps(double bytes, double us) { return us > 0.0 ? bytes / us / 1e3 : 0.0; }
+double fraction(double copy, double us) {
+  return copy > 0.0 && us > 0.0 ? copy / us : std::numeric_limits<double>::quiet_NaN();
+}
+
+void print_table(const ModelBudget& budget, const Inputs& in, Device device, const std::vector<FormatRow>& rows,
+                 std::size_t best, const std::string& reason) {
+  const bool cuda = device.type == DeviceType::kCuda;
+  fmt::print("mlakv report: {} ({} MLA layers, {} heads), KV memory {}, {} backend\n", budget.model.name,
+             budget.model.layers, budget.model.heads, budget.budget_text, cuda ? "CUDA" : "CPU");
+  fmt::print(
+      "accuracy on {}; sparse attention: {} query rows x {} heads x {} selected tokens, sm_scale 1/sqrt(576)\n\n",
+      in.source, in.queries.rows, in.queries.heads, in.queries.topk);
+  fmt::print("  {:<26} {:>5} {:>9} {:>14} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10}", "format", "bytes", "KiB/token",
+             "tokens", "128k seqs", "x bf16", "latent %", "rope %", "attn %", "write GB/s", "read GB/s");
+  if (cuda) {
+    fmt::print(" {:>8} {:>8}", "write/cp", "read/cp");
+  }
+  fmt::print("\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const FormatRow& r = rows[i];
+    fmt::print("{} {:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f}",
+               i == best ? '*' : ' ', format_info(r.capacity.format).id, r.capacity.record_bytes,
+               r.capacity.bytes_per_token / 1024.0, r.capacity.tokens, r.capacity.sequences, r.capacity.tokens_vs_bf16,
+               100.0 * r.accuracy.latent.rel_rms, 100.0 * r.accuracy.rope.rel_rms, 100.0 * r.accuracy.attention.rel_rms,
+               gbps(r.speed.write_bytes, r.speed.write_us), gbps(r.speed.read_bytes, r.speed.read_us));
+    if (cuda) {
+      fmt::print(" {:>7.2f}x {:>7.2f}x\n", fraction(r.speed.write_copy_us, r.speed.write_us),
+                 fraction(r.speed.read_copy_us, r.speed.read_us));
+    } else {
+      fmt::print("\n");
+    }
+  }
+  fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
+  if (best < rows.size()) {
+    fmt::print("* recommended: {}: {}\n", format_info(rows[best].capacity.format).id, reason);
+  } else {
+    fmt::print("no recommendation: {}\n", reason);
+  }
+}
+
+void print_json(const ModelBudget& budget, const Inputs& in, Device device, const ReportOptions& o,
+                const std::vector<FormatRow>& rows, std::size_t best, const std::string& reason) {
+  std::string out = "{\n";
+  out += fmt::format("  \"model\": {{\"id\": {}, \"name\": {}, \"layers\": {}, \"heads\": {}}},\n",
+                     json_string(budget.model.id), json_string(budget.model.name), budget.model.layers,
+                     budget.model.heads);
+  out += fmt::format("  \"kv_memory\": {},\n  \"device\": {},\n  \"source\": {},\n", budget.kv_memory,
+                     json_string(device.type == DeviceType::kCuda ? "cuda" : "cpu"), json_string(in.source));
+  out += fmt::format("  \"attention\": {{\"rows\": {}, \"heads\": {}, \"topk\": {}, \"sm_scale\": {}}},\n",
+                     in.queries.rows, in.queries.heads, in.queries.topk, json_number(1.0 / std::sqrt(576.0)));
+  out += fmt::format(
+      "  \"max_attention_error\": {},\n  \"recommended\": {},\n  \"reason\": {},\n", json_number(o.max_attention_error),
+      best < rows.size() ? json_string(format_info(rows[best].capacity.format).id) : "null", json_string(reason));
+  out += "  \"formats\": [\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const FormatRow& r = rows[i];
+    const Capacity& c = r.capacity;
+    out += fmt::format(
+        "    {{\"format\": {}, \"record_bytes\": {}, \"bytes_per_token\": {}, \"tokens\": {}, "
+        "\"sequences_128k\": {}, \"tokens_vs_bf16\": {}, \"latent_rel_rms\": {}, \"latent_max_abs\": {}, "
+        "\"rope_rel_rms\": {}, \"rope_max_abs\": {}, \"attention_rel_rms\": {}, \"attention_max_abs\": {}, "
+        "\"write_gbps\": {}, \"read_gbps\": {}, \"write_tokens_per_s\": {}, \"read_tokens_per_s\": {}, "
+        "\"write_fraction_of_copy\": {}, \"read_fraction_of_copy\": {}}}{}\n",
+        json_string(format_info(c.format).id), c.record_bytes, c.bytes_per_token, c.tokens, c.sequences,
+        json_number(c.tokens_vs_bf16), json_number(r.accuracy.latent.rel_rms), json_number(r.accuracy.latent.max_abs),
+        json_number(r.accuracy.rope.rel_rms), json_number(r.accuracy.rope.max_abs),
+        json_number(r.accuracy.attention.rel_rms), json_number(r.accuracy.attention.max_abs),
+        json_number(gbps(r.speed.write_bytes, r.speed.write_us)),
+        json_number(gbps(r.speed.read_bytes, r.speed.read_us)), json_number(in.bf16.tokens / (r.speed.write_us * 1e-6)),
+        json_number(in.bf16.tokens / (r.speed.read_us * 1e-6)),
+        json_number(fraction(r.speed.write_copy_us, r.speed.write_us)),
+        json_number(fraction(r.speed.read_copy_us, r.speed.read_us)), i + 1 < rows.size() ? "," : "");
+  }
+  out += "  ]\n}\n";
+  fmt::print("{}", out);
+}
+
+void write_plot(const std::string& path, const ModelBudget& budget, const std::vector<FormatRow>& rows,
+                std::size_t best) {
+  std::vector<PlotPoint> points;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    points.push_back({std::string(format_info(rows[i].capacity.format).id),
+                      static_cast<double>(rows[i].capacity.bytes_per_token), rows[i].accuracy.attention.rel_rms,
+                      i == best});
+  }
+  std::ofstream file(path);
+  if (!file) throw Error(ErrorCode::kValue, "--plot: cannot write " + path);
+  file << render_svg(fmt::format("{}: KV bytes per token vs sparse-attention error", budget.model.name), points);
+  if (!file) throw Error(ErrorCode::kValue, "--plot: writing " + path + " failed");
+}
+
+void run_report(const ReportOptions& o) {
+  // Every flag is checked before any work starts.
+  const ModelBudget budget = resolve_budget(o.model);
+  const Device device = resolve_device(o.device);
+  if (!(o.max_attention_error >= 0.0)) {
+    throw Error(ErrorCode::kValue, "--max-attention-error: must be >= 0");
+  }
+  const std::int64_t tokens = o.tokens > 0 ? o.tokens : device.type == DeviceType::kCuda ? 262144 : 4096;
+  const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model.layers);
+  const int steps = 2 + 2 * static_cast<int>(caps.size());
+  Progress progress(o.quiet, steps);
+
+  progress.step(o.activations.empty() ? "generating synthetic activations" : "reading " + o.activations);
+  const Inputs in =
+      o.activations.empty() ? synthetic_inputs(o, tokens, budget.model.heads) : user_inputs(o, budget.model.heads);
+  progress.step("uploading inputs and computing the bf16 reference attention");
+  Measurement measurement(device, in.bf16, in.fp16, in.queries);
+  std::vector<FormatRow> rows;
+  const int repeats = device.type == DeviceType::kCuda ? 10 : 3;
+  for (const Capacity& c : caps) {
+    const std::string id(format_info(c.format).id);
+    progress.step("accuracy of " + id);
+    FormatRow row{c, measurement.accuracy(c.format), {}};
+    progress.step("speed of " + id);
+    row.speed = measurement.speed(c.format, repeats);
+    rows.push_back(row);
+  }
+  progress.finish();
+  std::string reason;
+  const std::size_t best = recommend(rows, o.max_attention_error, reason);
+  if (o.json) {
+    print_json(budget, in, device, o, rows, best, reason);
+  } else {
+    print_table(budget, in, device, rows, best, reason);
+  }
+  if (!o.plot.empty()) write_plot(o.plot, budget, rows, best);
+}
+
+void run_capacity(const ModelOptions& model, bool json) {
+  const ModelBudget budget = resolve_budget(model);
+  const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model.layers);
+  if (json) {
+    std::string out = fmt::format("{{\"model\": {}, \"layers\": {}, \"kv_memory\": {}, \"formats\": [\n",
+                                  json_string(budget.model.id), budget.model.layers, budget.kv_memory);
+    for (std::size_t i = 0; i < caps.size(); ++i) {
+      const Capacity& c = caps[i];
+      out += fmt::format(
+          "  {{\"format\": {}, \"record_bytes\": {}, \"bytes_per_token\": {}, \"tokens\": {}, \"sequences_128k\": {}, "
+          "\"tokens_vs_bf16\": {}}}{}\n",
+          json_string(format_info(c.format).id), c.record_bytes, c.bytes_per_token, c.tokens, c.sequences,
+          json_number(c.tokens_vs_bf16), i + 1 < caps.size() ? "," : "");
+    }
+    fmt::print("{}]}}\n", out);
+    return;
+  }
+  fmt::print("{} ({} MLA layers), KV memory {}\n", budget.model.name, budget.model.layers, budget.budget_text);
+  fmt::print("{:<26} {:>5} {:>9} {:>14} {:>9} {:>7}\n", "format", "bytes", "KiB/token", "tokens", "128k seqs",
+             "x bf16");
+  for (const Capacity& c : caps) {
+    fmt::print("{:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x\n", format_info(c.format).id, c.record_bytes,
+               c.bytes_per_token / 1024.0, c.tokens, c.sequences, c.tokens_vs_bf16);
+  }
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("report", "Which KV-cache format to run: capacity, accuracy and speed of each");
+  auto o = std::make_shared<ReportOptions>();
+  add_model_options(*cmd, o->model);
+  cmd->add_option("--device", o->device, "cpu, cuda, or auto (cuda when a device is present)")->default_val("cpu");
+  cmd->add_option("--tokens", o->tokens, "Synthetic tokens to measure (default 4096 on the CPU, 262144 on CUDA)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--queries", o->queries, "Query rows of the sparse-attention check")
+      ->default_val(o->queries)
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries");
+  cmd->add_option("--activations", o->activations,
+                  "Directory with kv_c.npy [T,512] and k_pe.npy [T,64] (float32/float16), optional q.npy [R,H,576]");
+  cmd->add_option("--max-attention-error", o->max_attention_error,
+                  "Largest sparse-attention error (relative RMS) a recommended format may have")
+      ->default_val(o->max_attention_error);
+  cmd->add_flag("--json", o->json, "Print JSON instead of the table");
+  cmd->add_option("--plot", o->plot, "Write an SVG of bytes per token against attention error");
+  cmd->add_flag("--quiet", o->quiet, "No progress line on stderr");
+  cmd->callback([o] { run_report(*o); });
+}
+
+void add_capacity_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("capacity", "How many tokens each format fits in a KV memory budget");
+  auto model = std::make_shared<ModelOptions>();
+  auto json = std::make_shared<bool>(false);
+  add_model_options(*cmd, *model);
+  cmd->add_flag("--json", *json, "Print JSON instead of the table");
+  cmd->callback([model, json] { run_capacity(*model, *json); });
+}
+
+}  // namespace mlakv::tool
