@@ -99,10 +99,10 @@ void py_gather_records_paged(const std::string& format, const Array& kv_cache, c
 }
 
 void py_sparse_mla_decode(const std::string& format, const Array& q, const Tag& q_tag, const Array& kv_cache,
-                         const Array& indices, const OutArray& out, const Tag& out_tag, const OutArray& lse,
-                         const std::optional<Array>& topk_len, float sm_scale, const std::optional<Array>& scale,
-                         const std::string& rope_dtype, const std::optional<OutArray>& workspace,
-                         std::uintptr_t stream) {
+                          const Array& indices, const OutArray& out, const Tag& out_tag, const OutArray& lse,
+                          const std::optional<Array>& topk_len, float sm_scale, const std::optional<Array>& scale,
+                          const std::string& rope_dtype, const std::optional<OutArray>& workspace,
+                          std::uintptr_t stream) {
   const Format parsed = parse_format(format);
   const TensorView q_view = to_view(q, q_tag);
   const TensorView cache_view = to_view(kv_cache);
@@ -135,8 +135,8 @@ void py_merge_attention_states(const Array& out_a, const Tag& a_tag, const Array
   merge_attention_states(a, la, b, lb, o, l, to_stream(stream));
 }
 
-std::size_t py_sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk,
-                                                bool cuda, int device_index) {
+std::size_t py_sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk, bool cuda,
+                                                int device_index) {
   return sparse_mla_decode_workspace_size(rows, heads, topk,
                                           Device{cuda ? DeviceType::kCuda : DeviceType::kCpu, device_index});
 }
