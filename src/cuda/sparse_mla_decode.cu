@@ -21,13 +21,8 @@
 namespace mlakv::cuda {
 namespace {
 
-constexpr int kHeadsPerBlock = 16;
 constexpr int kTileTokens = 64;
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kKeyDim = kQueryDim;
-constexpr int kTokensPerWarp = kTileTokens / kWarps;  // keys a warp decodes and scores
-constexpr int kDimsPerWarp = kValueDim / kWarps;      // output dims a warp accumulates
 // Row pitches padded by 16 bytes: the 8 rows an ldmatrix phase reads then
 // start 4 banks apart, so no two share a bank.
 constexpr int kKeyPitch = kKeyDim + 8;
@@ -36,17 +31,43 @@ constexpr int kScorePitch = kTileTokens + 4;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kMaxSplits = 64;
+constexpr int kCombineThreads = 128;
 
+// How a thread block divides its work: kGroups groups of 16 heads (the mma M
+// dimension). One group: 4 warps, each scoring 16 keys and accumulating 128
+// output dims. Four groups (64 heads, for H > 32): 8 warps, two per group,
+// each scoring 32 keys and accumulating 256 dims, so every record decoded and
+// every key fragment loaded serves 4x the heads.
+template <int kGroups>
+struct BlockShape {
+  static constexpr int kHeads = 16 * kGroups;
+  static constexpr int kWarpsPerGroup = kGroups == 1 ? 4 : 2;
+  static constexpr int kWarps = kGroups * kWarpsPerGroup;
+  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int kScoreTokens = kTileTokens / kWarpsPerGroup;  // keys a warp scores
+  static constexpr int kDims = kValueDim / kWarpsPerGroup;           // output dims a warp accumulates
+  static constexpr int kDecodeTokens = kTileTokens / kWarps;         // records a warp copies and decodes
+  static constexpr int kSoftmaxThreads = kThreads / kHeads;          // threads sharing a head's softmax
+  static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
+  // Blocks an SM holds at once (shared storage: 100 KB for one group, 176 KB for four).
+  static constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;
+  static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 8 == 0, "shape does not tile");
+};
+
+template <int kGroups>
 struct SharedStorage {
-  alignas(16) std::uint16_t q[kHeadsPerBlock][kKeyPitch];
+  static constexpr int kHeads = BlockShape<kGroups>::kHeads;
+  alignas(16) std::uint16_t q[kHeads][kKeyPitch];
   alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];  // also where the records land
-  alignas(16) float scores[kHeadsPerBlock][kScorePitch];
-  alignas(16) std::uint16_t probs[kHeadsPerBlock][kProbPitch];
-  float row_max[kHeadsPerBlock];  // log2 domain
-  float row_sum[kHeadsPerBlock];
-  float rescale[kHeadsPerBlock];
+  alignas(16) float scores[kHeads][kScorePitch];
+  alignas(16) std::uint16_t probs[kHeads][kProbPitch];
+  float row_max[kHeads];  // log2 domain
+  float row_sum[kHeads];
+  float rescale[kHeads];
   int valid[kTileTokens];
 };
+
+int groups_for(std::int64_t heads) { return heads > 32 ? 4 : 1; }
 
 struct SplitPlan {
   int splits;
@@ -54,11 +75,13 @@ struct SplitPlan {
 };
 
 SplitPlan plan_splits(std::int64_t rows, std::int64_t heads, std::int64_t topk, int multiprocessors) {
+  const int groups = groups_for(heads);
   const std::int64_t tiles = (topk + kTileTokens - 1) / kTileTokens;
-  const std::int64_t blocks = rows * ((heads + kHeadsPerBlock - 1) / kHeadsPerBlock);
-  // Enough blocks for two per SM; never more splits than tiles.
-  std::int64_t splits =
-      (2 * static_cast<std::int64_t>(multiprocessors) + blocks - 1) / std::max<std::int64_t>(1, blocks);
+  const std::int64_t blocks = rows * ((heads + 16 * groups - 1) / (16 * groups));
+  const std::int64_t resident = static_cast<std::int64_t>(multiprocessors) *
+                                (groups == 1 ? BlockShape<1>::kBlocksPerSm : BlockShape<4>::kBlocksPerSm);
+  // Enough blocks to fill every SM; never more splits than tiles.
+  std::int64_t splits = (resident + blocks - 1) / std::max<std::int64_t>(1, blocks);
   splits = std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(std::max<std::int64_t>(tiles, 1), kMaxSplits));
   const std::int64_t per_split = (tiles + splits - 1) / splits;
   splits = std::max<std::int64_t>(1, (tiles + per_split - 1) / std::max<std::int64_t>(1, per_split));
@@ -80,23 +103,22 @@ __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
          (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
 }
 
-// The keys of a tile go through two steps, one tile apart, so the records of
-// tile i + 1 are in flight while tile i is computed:
-//  1. issue: the warp's 16 records are copied (cp.async) into the very key
-//     rows they decode to; entries past `row_end`, negative or past capacity
+// A tile's keys in two steps:
+//  1. issue: the warp's records are copied (cp.async) into the very key rows
+//     they decode to; entries past the row's end, negative or past capacity
 //     are not read at all (the returned mask says which are valid);
 //  2. decode: once the copies landed, each lane decodes its part of a row into
 //     registers and, after the whole warp has read the record, overwrites the
 //     row with bf16 values (invalid rows become zeros).
-template <class Codec>
+template <class Codec, int kTokens>
 __device__ unsigned issue_tile_records(const kernels::SparseDecodeParams& p, std::uint16_t (*keys)[kKeyPitch],
                                        std::int64_t slot, int warp, int lane) {
   constexpr int kChunks = Codec::Spec::kRecordBytes / 16;
   static_assert(Codec::Spec::kRecordBytes <= kKeyPitch * 2, "a record is staged in its key row");
-  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokensPerWarp && kernels::slot_in_range(p.cache, slot));
-  const int first = warp * kTokensPerWarp;
+  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokens && kernels::slot_in_range(p.cache, slot));
+  const int first = warp * kTokens;
 #pragma unroll 1
-  for (int t = 0; t < kTokensPerWarp; ++t) {
+  for (int t = 0; t < kTokens; ++t) {
     const std::int64_t s = __shfl_sync(0xFFFFFFFFu, slot, t);
     if ((valid >> t & 1u) == 0) continue;
     const auto* src = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, s));
@@ -106,15 +128,14 @@ __device__ unsigned issue_tile_records(const kernels::SparseDecodeParams& p, std
   return valid;
 }
 
-template <class Codec>
+template <class Codec, int kTokens>
 __device__ void decode_tile_records(const codec::DecodeParams& params, std::uint16_t (*keys)[kKeyPitch], int* valid_out,
                                     unsigned valid, int warp, int lane) {
-  const int first = warp * kTokensPerWarp;
-  // kInterleave independent decodes at a time: one warp's decode is a long
-  // dependent chain, and a block has only 4 warps to hide its latency.
+  const int first = warp * kTokens;
+  // Independent decodes side by side: one warp's decode is a long dependent chain.
   constexpr int kInterleave = 4;
 #pragma unroll 1
-  for (int t0 = 0; t0 < kTokensPerWarp; t0 += kInterleave) {
+  for (int t0 = 0; t0 < kTokens; t0 += kInterleave) {
     alignas(16) std::uint16_t kv[kInterleave][codec::kLatentPerLane] = {};
     alignas(4) std::uint16_t pe[kInterleave][codec::kRopePerLane] = {};
 #pragma unroll
@@ -134,37 +155,41 @@ __device__ void decode_tile_records(const codec::DecodeParams& params, std::uint
           *reinterpret_cast<const std::uint32_t*>(pe[k]);
     }
   }
-  if (lane < kTokensPerWarp) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
+  if (lane < kTokens) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
 }
 
-// The slot lane l (< 16) of `warp` issues for the tile at `tile`, or -1.
+// The slot lane l (< kTokens) of `warp` issues for the tile at `tile`, or -1.
+template <int kTokens>
 __device__ __forceinline__ std::int64_t tile_slot(const kernels::SparseDecodeParams& p, std::int64_t row,
                                                   std::int64_t tile, std::int64_t row_end, int warp, int lane) {
-  const std::int64_t entry = tile + warp * kTokensPerWarp + lane % kTokensPerWarp;
-  if (lane >= kTokensPerWarp || entry >= row_end) return -1;
+  const std::int64_t entry = tile + warp * kTokens + lane % kTokens;
+  if (lane >= kTokens || entry >= row_end) return -1;
   return __ldg(p.indices + row * p.indices_stride_row + entry);
 }
 
-template <class Codec, bool kPartial>
-__global__ void __launch_bounds__(kThreads)
+template <class Codec, int kGroups, bool kPartial>
+__global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
     sparse_decode_kernel(const kernels::SparseDecodeParams p, int tiles_per_split) {
+  using Shape = BlockShape<kGroups>;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  auto& sh = *reinterpret_cast<SharedStorage*>(smem_raw);
+  auto& sh = *reinterpret_cast<SharedStorage<kGroups>*>(smem_raw);
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / kWarpSize;
   const int lane = tid % kWarpSize;
-  const std::int64_t head_groups = (p.heads + kHeadsPerBlock - 1) / kHeadsPerBlock;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / head_groups;
-  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % head_groups) * kHeadsPerBlock;
+  const int head_group = warp / Shape::kWarpsPerGroup;  // this warp's 16 heads
+  const int part = warp % Shape::kWarpsPerGroup;        // and its share of the keys / output dims
+  const std::int64_t blocks_per_row = (p.heads + Shape::kHeads - 1) / Shape::kHeads;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
+  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * Shape::kHeads;
   const int split = static_cast<int>(blockIdx.y);
   const std::int64_t entries = kernels::row_entries(p, row);
   const std::int64_t begin = static_cast<std::int64_t>(split) * tiles_per_split * kTileTokens;
   const std::int64_t end =
       std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(tiles_per_split) * kTileTokens);
 
-  // The block's 16 query heads (zeros past H), 16 bytes at a time.
+  // The block's query heads (zeros past H), 16 bytes at a time.
   constexpr int kQueryChunks = kKeyDim / 8;
-  for (int c = tid; c < kHeadsPerBlock * kQueryChunks; c += kThreads) {
+  for (int c = tid; c < Shape::kHeads * kQueryChunks; c += Shape::kThreads) {
     const int h = c / kQueryChunks;
     const int j = c % kQueryChunks;
     uint4 v = make_uint4(0, 0, 0, 0);
@@ -173,7 +198,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     reinterpret_cast<uint4*>(sh.q[h])[j] = v;
   }
-  if (tid < kHeadsPerBlock) {
+  if (tid < Shape::kHeads) {
     sh.row_max[tid] = -INFINITY;
     sh.row_sum[tid] = 0.0f;
   }
@@ -183,73 +208,86 @@ __global__ void __launch_bounds__(kThreads)
 
   const int group = lane / 4;       // mma accumulator rows group and group + 8
   const int pair = 2 * (lane % 4);  // and columns pair, pair + 1 of each 8-wide tile
-  float acc[kDimsPerWarp / 8][4] = {};
+  const int q_row = 16 * head_group + (lane % 8) + 8 * ((lane / 8) % 2);  // ldmatrix row of an A fragment
+  constexpr int kScoreTiles = Shape::kScoreTokens / 8;
+  constexpr int kDimTiles = Shape::kDims / 8;
+  float acc[kDimTiles][4] = {};
   __syncthreads();
 
   // A tile's slots are loaded while the previous tile is computed. (Keeping
   // the next tile's records in flight too, in a second key buffer, measured
   // slower on the H200: one block per SM instead of two.)
-  std::int64_t next_slot = tile_slot(p, row, begin, end, warp, lane);
+  std::int64_t next_slot = tile_slot<Shape::kDecodeTokens>(p, row, begin, end, warp, lane);
   for (std::int64_t tile = begin; tile < end; tile += kTileTokens) {
-    const unsigned valid = issue_tile_records<Codec>(p, sh.keys, next_slot, warp, lane);
-    next_slot = tile_slot(p, row, tile + kTileTokens, end, warp, lane);
+    const unsigned valid = issue_tile_records<Codec, Shape::kDecodeTokens>(p, sh.keys, next_slot, warp, lane);
+    next_slot = tile_slot<Shape::kDecodeTokens>(p, row, tile + kTileTokens, end, warp, lane);
     copy_async_wait_all();
     __syncwarp();
     auto keys = sh.keys;
-    decode_tile_records<Codec>(params, keys, sh.valid, valid, warp, lane);
+    decode_tile_records<Codec, Shape::kDecodeTokens>(params, keys, sh.valid, valid, warp, lane);
     __syncthreads();
 
-    // Scores of 16 heads x this warp's 16 keys.
-    float s[2][4] = {};
+    // Scores of this warp's 16 heads x its keys.
+    const int key0 = part * Shape::kScoreTokens;
+    float s[kScoreTiles][4] = {};
 #pragma unroll 4
     for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
       std::uint32_t a[4];
-      std::uint32_t b[4];
-      ldmatrix_x4(a, &sh.q[(lane % 8) + 8 * ((lane / 8) % 2)][k0 + 8 * (lane / 16)]);
-      ldmatrix_x4(b, &keys[warp * kTokensPerWarp + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
-      mma_bf16_16816(s[0], a, b[0], b[1]);
-      mma_bf16_16816(s[1], a, b[2], b[3]);
+      ldmatrix_x4(a, &sh.q[q_row][k0 + 8 * (lane / 16)]);
+#pragma unroll
+      for (int np = 0; np < kScoreTiles / 2; ++np) {
+        std::uint32_t b[4];
+        ldmatrix_x4(b, &keys[key0 + 16 * np + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
+        mma_bf16_16816(s[2 * np], a, b[0], b[1]);
+        mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
+      }
     }
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    for (int nt = 0; nt < kScoreTiles; ++nt) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const int col = warp * kTokensPerWarp + 8 * nt + pair + j;
+        const int col = key0 + 8 * nt + pair + j;
         const bool ok = sh.valid[col] != 0;
-        sh.scores[group][col] = ok ? s[nt][j] * score_scale : -INFINITY;
-        sh.scores[group + 8][col] = ok ? s[nt][2 + j] * score_scale : -INFINITY;
+        sh.scores[16 * head_group + group][col] = ok ? s[nt][j] * score_scale : -INFINITY;
+        sh.scores[16 * head_group + group + 8][col] = ok ? s[nt][2 + j] * score_scale : -INFINITY;
       }
     }
     __syncthreads();
 
-    // Online softmax: 8 threads per head, 8 keys each.
+    // Online softmax: kSoftmaxThreads threads per head, kSoftmaxValues keys each.
     {
-      const int h = tid / 8;
-      const int part = tid % 8;
-      float v[8];
+      constexpr int kT = Shape::kSoftmaxThreads;
+      constexpr int kV = Shape::kSoftmaxValues;
+      const int h = tid / kT;
+      const int slice = tid % kT;
+      float v[kV];
       float tile_max = -INFINITY;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        v[j] = sh.scores[h][part * 8 + j];
+      for (int j = 0; j < kV; ++j) {
+        v[j] = sh.scores[h][slice * kV + j];
         tile_max = fmaxf(tile_max, v[j]);
       }
-      tile_max = warp_group_max<8>(tile_max);
+      tile_max = warp_group_max<kT>(tile_max);
       const float old_max = sh.row_max[h];
       const float new_max = fmaxf(old_max, tile_max);
       const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
       float sum = 0.0f;
-      std::uint32_t packed[4];
 #pragma unroll
-      for (int j = 0; j < 8; j += 2) {
-        const float p0 = none ? 0.0f : exp2f(v[j] - new_max);
-        const float p1 = none ? 0.0f : exp2f(v[j + 1] - new_max);
-        packed[j / 2] = pack_bf16x2(p0, p1);
-        sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
+      for (int j0 = 0; j0 < kV; j0 += 8) {
+        std::uint32_t packed[4];
+#pragma unroll
+        for (int j = 0; j < 8; j += 2) {
+          const float p0 = none ? 0.0f : exp2f(v[j0 + j] - new_max);
+          const float p1 = none ? 0.0f : exp2f(v[j0 + j + 1] - new_max);
+          packed[j / 2] = pack_bf16x2(p0, p1);
+          sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
+        }
+        *reinterpret_cast<uint4*>(&sh.probs[h][slice * kV + j0]) =
+            make_uint4(packed[0], packed[1], packed[2], packed[3]);
       }
-      *reinterpret_cast<uint4*>(&sh.probs[h][part * 8]) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
 #pragma unroll
-      for (int offset = 4; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
-      if (part == 0) {
+      for (int offset = kT / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+      if (slice == 0) {
         const float alpha = none ? 1.0f : exp2f(old_max - new_max);
         sh.row_max[h] = new_max;
         sh.row_sum[h] = sh.row_sum[h] * alpha + sum;
@@ -258,25 +296,25 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
 
-    // acc = acc * rescale + P x V over this warp's 128 output dims.
-    const float r0 = sh.rescale[group];
-    const float r1 = sh.rescale[group + 8];
+    // acc = acc * rescale + P x V over this warp's output dims.
+    const float r0 = sh.rescale[16 * head_group + group];
+    const float r1 = sh.rescale[16 * head_group + group + 8];
 #pragma unroll
-    for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
+    for (int nt = 0; nt < kDimTiles; ++nt) {
       acc[nt][0] *= r0;
       acc[nt][1] *= r0;
       acc[nt][2] *= r1;
       acc[nt][3] *= r1;
     }
+    const int dim0 = part * Shape::kDims;
 #pragma unroll
     for (int k0 = 0; k0 < kTileTokens; k0 += 16) {
       std::uint32_t a[4];
-      ldmatrix_x4(a, &sh.probs[(lane % 8) + 8 * ((lane / 8) % 2)][k0 + 8 * (lane / 16)]);
+      ldmatrix_x4(a, &sh.probs[q_row][k0 + 8 * (lane / 16)]);
 #pragma unroll
-      for (int np = 0; np < kDimsPerWarp / 16; ++np) {
+      for (int np = 0; np < kDimTiles / 2; ++np) {
         std::uint32_t b[4];
-        ldmatrix_x4_trans(b,
-                          &keys[k0 + 8 * ((lane / 8) % 2) + lane % 8][warp * kDimsPerWarp + 16 * np + 8 * (lane / 16)]);
+        ldmatrix_x4_trans(b, &keys[k0 + 8 * ((lane / 8) % 2) + lane % 8][dim0 + 16 * np + 8 * (lane / 16)]);
         mma_bf16_16816(acc[2 * np], a, b[0], b[1]);
         mma_bf16_16816(acc[2 * np + 1], a, b[2], b[3]);
       }
@@ -284,10 +322,11 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the next tile's records land in the key rows
   }
 
-  // Epilogue: normalize and store rows `group` and `group + 8` of this warp's dims.
+  // Epilogue: normalize and store rows `group` and `group + 8` of this warp's heads and dims.
+  const int dim0 = part * Shape::kDims;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int h = group + 8 * half;
+    const int h = 16 * head_group + group + 8 * half;
     const std::int64_t head = head0 + h;
     if (head >= p.heads) continue;
     const float sum = sh.row_sum[h];
@@ -295,30 +334,31 @@ __global__ void __launch_bounds__(kThreads)
     const float lse = sum > 0.0f ? (sh.row_max[h] + log2f(sum)) * kLn2 : -INFINITY;
     if constexpr (kPartial) {
       const std::int64_t index = (static_cast<std::int64_t>(split) * p.rows + row) * p.heads + head;
-      auto* out = static_cast<float*>(p.workspace) + index * kValueDim + warp * kDimsPerWarp;
+      auto* out = static_cast<float*>(p.workspace) + index * kValueDim + dim0;
 #pragma unroll
-      for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
+      for (int nt = 0; nt < kDimTiles; ++nt) {
         *reinterpret_cast<float2*>(out + 8 * nt + pair) =
             make_float2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
       }
-      if (warp == 0 && lane % 4 == 0) {
+      if (part == 0 && lane % 4 == 0) {
         const std::int64_t lse_base = lse_offset_bytes(gridDim.y, p.rows, p.heads);
         reinterpret_cast<float*>(static_cast<std::uint8_t*>(p.workspace) + lse_base)[index] = lse;
       }
     } else {
-      std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + warp * kDimsPerWarp;
+      std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + dim0;
 #pragma unroll
-      for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
+      for (int nt = 0; nt < kDimTiles; ++nt) {
         *reinterpret_cast<std::uint32_t*>(out + 8 * nt + pair) =
             pack_bf16x2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
       }
-      if (warp == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = lse;
+      if (part == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = lse;
     }
   }
 }
 
 // Merges the splits of one (row, head) by their lse; 4 output dims per thread.
-__global__ void __launch_bounds__(kThreads) combine_splits_kernel(const kernels::SparseDecodeParams p, int splits) {
+__global__ void __launch_bounds__(kCombineThreads)
+    combine_splits_kernel(const kernels::SparseDecodeParams p, int splits) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
   const auto* partial_out = static_cast<const float*>(p.workspace);
@@ -353,15 +393,35 @@ __global__ void __launch_bounds__(kThreads) combine_splits_kernel(const kernels:
 
 // The kernel's shared storage exceeds the default 48 KiB: opt in once per device
 // (a launch-time call would cost host time on every decode step).
-template <class Codec, bool kPartial>
+template <class Codec, int kGroups, bool kPartial>
 cudaError_t allow_shared_storage(int device) {
   constexpr int kMaxDevices = 64;
   static std::array<std::atomic<bool>, kMaxDevices> allowed{};
   if (device >= 0 && device < kMaxDevices && allowed[device].load(std::memory_order_relaxed)) return cudaSuccess;
-  const cudaError_t status = cudaFuncSetAttribute(sparse_decode_kernel<Codec, kPartial>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(SharedStorage));
+  const cudaError_t status =
+      cudaFuncSetAttribute(sparse_decode_kernel<Codec, kGroups, kPartial>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           sizeof(SharedStorage<kGroups>));
   if (status == cudaSuccess && device >= 0 && device < kMaxDevices) allowed[device].store(true);
   return status;
+}
+
+template <class Codec, int kGroups>
+cudaError_t launch_shape(const kernels::SparseDecodeParams& p, const SplitPlan& plan, int device, cudaStream_t stream) {
+  using Shape = BlockShape<kGroups>;
+  const std::int64_t blocks_per_row = (p.heads + Shape::kHeads - 1) / Shape::kHeads;
+  const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
+  const auto run = [&]<bool kPartial>() {
+    if (const cudaError_t status = allow_shared_storage<Codec, kGroups, kPartial>(device); status != cudaSuccess) {
+      return status;
+    }
+    sparse_decode_kernel<Codec, kGroups, kPartial>
+        <<<grid, Shape::kThreads, sizeof(SharedStorage<kGroups>), stream>>>(p, plan.tiles_per_split);
+    return cudaGetLastError();
+  };
+  if (plan.splits == 1) return run.template operator()<false>();
+  if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;
+  combine_splits_kernel<<<static_cast<unsigned>(p.rows * p.heads), kCombineThreads, 0, stream>>>(p, plan.splits);
+  return cudaGetLastError();
 }
 
 template <class Codec>
@@ -372,17 +432,8 @@ cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   if (p.workspace == nullptr || p.workspace_bytes < workspace_bytes(plan, p.rows, p.heads)) {
     plan = {1, static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens))};
   }
-  const std::int64_t head_groups = (p.heads + kHeadsPerBlock - 1) / kHeadsPerBlock;
-  const dim3 grid(static_cast<unsigned>(p.rows * head_groups), static_cast<unsigned>(plan.splits));
-  const auto run = [&]<bool kPartial>() {
-    if (const cudaError_t status = allow_shared_storage<Codec, kPartial>(device); status != cudaSuccess) return status;
-    sparse_decode_kernel<Codec, kPartial><<<grid, kThreads, sizeof(SharedStorage), stream>>>(p, plan.tiles_per_split);
-    return cudaGetLastError();
-  };
-  if (plan.splits == 1) return run.template operator()<false>();
-  if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;
-  combine_splits_kernel<<<static_cast<unsigned>(p.rows * p.heads), kThreads, 0, stream>>>(p, plan.splits);
-  return cudaGetLastError();
+  return groups_for(p.heads) == 1 ? launch_shape<Codec, 1>(p, plan, device, stream)
+                                  : launch_shape<Codec, 4>(p, plan, device, stream);
 }
 
 template <class Out>
@@ -405,7 +456,7 @@ __device__ __forceinline__ void store_state(void* base, std::int64_t offset, flo
 
 // One block per (row, head); the same arithmetic as the CPU merge.
 template <class Out>
-__global__ void __launch_bounds__(kThreads) merge_kernel(const kernels::MergeParams p) {
+__global__ void __launch_bounds__(kCombineThreads) merge_kernel(const kernels::MergeParams p) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
   const auto at = [&](const kernels::AttentionState& s) { return row * s.out_stride_row + head * s.out_stride_head; };
@@ -419,7 +470,7 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const kernels::MergePar
   const float wa = empty ? 0.0f : expf(la - m);
   const float wb = empty ? 0.0f : expf(lb - m);
   const float sum = wa + wb;
-  for (std::int64_t d = threadIdx.x; d < p.width; d += kThreads) {
+  for (std::int64_t d = threadIdx.x; d < p.width; d += kCombineThreads) {
     const float va = load_state<Out>(p.a.out, at(p.a) + d);
     const float vb = load_state<Out>(p.b.out, at(p.b) + d);
     const float ta = wa > 0.0f ? wa * va : 0.0f;
@@ -445,9 +496,9 @@ cudaError_t merge_attention_states(const kernels::MergeParams& p, cudaStream_t s
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
   const auto blocks = static_cast<unsigned>(p.rows * p.heads);
   if (p.out_is_float32) {
-    merge_kernel<float><<<blocks, kThreads, 0, stream>>>(p);
+    merge_kernel<float><<<blocks, kCombineThreads, 0, stream>>>(p);
   } else {
-    merge_kernel<std::uint16_t><<<blocks, kThreads, 0, stream>>>(p);
+    merge_kernel<std::uint16_t><<<blocks, kCombineThreads, 0, stream>>>(p);
   }
   return cudaGetLastError();
 }
