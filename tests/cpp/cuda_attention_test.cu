@@ -167,6 +167,18 @@ TEST(cuda_sparse_mla_decode, odd_head_counts_and_long_rows_match_the_cpu) {
   }
 }
 
+TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
+  MLAKV_REQUIRE_GPU();
+  AttentionCache cache(Format::kNvfp4DsMlaFp8RopePts, 512, 8);
+  const double value_scale = max_abs_value(cache.keys());
+  for (const std::int64_t heads : {33, 64, 80}) {  // one partial block, one full, one full + partial
+    Problem p = make_problem(heads, 200, cache.capacity(), 60 + heads);
+    const Result cpu = run_cpu(cache, p);
+    expect_close(run_cuda(cache, p, false), cpu, value_scale, "H=" + std::to_string(heads));
+    expect_close(run_cuda(cache, p, true), cpu, value_scale, "H=" + std::to_string(heads) + " (workspace)");
+  }
+}
+
 TEST(cuda_sparse_mla_decode, replays_in_a_cuda_graph) {
   MLAKV_REQUIRE_GPU();
   AttentionCache cache(Format::kNvfp4DsMla, 4096, 5);
