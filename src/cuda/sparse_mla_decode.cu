@@ -287,6 +287,7 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
       }
 #pragma unroll
       for (int offset = kT / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+      __syncwarp();  // every slice has read row_max before slice 0 rewrites it (shuffles order no memory)
       if (slice == 0) {
         const float alpha = none ? 1.0f : exp2f(old_max - new_max);
         sh.row_max[h] = new_max;
