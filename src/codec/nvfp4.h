@@ -153,8 +153,9 @@ namespace mlakv::codec {
 /// * outer_scale) with s = decode_E4M3(sbyte) * unboost, exactly as the CPU
 /// computes it. On the GPU the E2M1 values come from a byte-permute table; with
 /// no outer scale the products (at most 5 significant bits) are exact in bf16
-/// and computed as bf16x2, otherwise in f32 as on the CPU. A GPU test checks
-/// every (code, scale byte) pair.
+/// and computed as bf16x2, otherwise in f32 as on the CPU (rounded to bf16 in
+/// pairs when the outer scale is finite). A GPU test checks every (code, scale
+/// byte) pair with finite, infinite and NaN outer scales.
 MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float unboost, float outer_scale,
                                        std::uint16_t* out) {
   const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
@@ -163,6 +164,8 @@ MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float 
   load_aligned<8>(reinterpret_cast<std::uint8_t*>(words), group_codes(record, g));
   std::uint32_t pairs[8];
   const bool exact_bf16 = outer_scale == 1.0f;
+  // A finite outer scale makes no NaN (s is finite here), so the pair converts in one instruction.
+  const bool finite_outer = outer_scale - outer_scale == 0.0f;
   if (s != s) {  // scale byte 0x7F / 0xFF: every value is NaN, stored as 0x7FFF
     MLAKV_UNROLL
     for (int i = 0; i < 8; ++i) pairs[i] = 0x7FFF7FFFu;
@@ -185,6 +188,10 @@ MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float 
         for (int k = 0; k < 2; ++k) {
           if (exact_bf16) {
             pairs[4 * w + 2 * half + k] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(v[k]), scale2));
+          } else if (finite_outer) {
+            const float lo_value = __uint_as_float(v[k] << 16) * s * outer_scale;
+            const float hi_value = __uint_as_float(v[k] & 0xFFFF0000u) * s * outer_scale;
+            pairs[4 * w + 2 * half + k] = bits_of(__floats2bfloat162_rn(lo_value, hi_value));
           } else {
             const float lo_value = __uint_as_float(v[k] << 16) * s * outer_scale;
             const float hi_value = __uint_as_float(v[k] & 0xFFFF0000u) * s * outer_scale;

@@ -34,14 +34,14 @@ constexpr int kMaxSplits = 64;
 constexpr int kCombineThreads = 128;
 
 // How a thread block divides its work: kGroups groups of 16 heads (the mma M
-// dimension). One group: 4 warps, each scoring 16 keys and accumulating 128
-// output dims. Four groups (64 heads, for H > 32): 8 warps, two per group,
-// each scoring 32 keys and accumulating 256 dims, so every record decoded and
-// every key fragment loaded serves 4x the heads.
+// dimension), so every record decoded and key tile loaded serves 16 kGroups
+// heads. One group (H <= 16) or two (H <= 32): 4 warps per group, each scoring
+// 16 keys and accumulating 128 output dims. Four groups (64 heads, H > 32):
+// 8 warps, two per group, each scoring 32 keys and accumulating 256 dims.
 template <int kGroups>
 struct BlockShape {
   static constexpr int kHeads = 16 * kGroups;
-  static constexpr int kWarpsPerGroup = kGroups == 1 ? 4 : 2;
+  static constexpr int kWarpsPerGroup = kGroups == 4 ? 2 : 4;
   static constexpr int kWarps = kGroups * kWarpsPerGroup;
   static constexpr int kThreads = kWarps * kWarpSize;
   static constexpr int kScoreTokens = kTileTokens / kWarpsPerGroup;  // keys a warp scores
@@ -49,7 +49,7 @@ struct BlockShape {
   static constexpr int kDecodeTokens = kTileTokens / kWarps;         // records a warp copies and decodes
   static constexpr int kSoftmaxThreads = kThreads / kHeads;          // threads sharing a head's softmax
   static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
-  // Blocks an SM holds at once (shared storage: 100 KB for one group, 176 KB for four).
+  // Blocks an SM holds at once (shared storage: 100, 126 and 176 KB for 1, 2 and 4 groups).
   static constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;
   static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 8 == 0, "shape does not tile");
 };
@@ -67,7 +67,7 @@ struct SharedStorage {
   int valid[kTileTokens];
 };
 
-int groups_for(std::int64_t heads) { return heads > 32 ? 4 : 1; }
+int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1; }
 
 struct SplitPlan {
   int splits;
@@ -433,8 +433,14 @@ cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   if (p.workspace == nullptr || p.workspace_bytes < workspace_bytes(plan, p.rows, p.heads)) {
     plan = {1, static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens))};
   }
-  return groups_for(p.heads) == 1 ? launch_shape<Codec, 1>(p, plan, device, stream)
-                                  : launch_shape<Codec, 4>(p, plan, device, stream);
+  switch (groups_for(p.heads)) {
+    case 1:
+      return launch_shape<Codec, 1>(p, plan, device, stream);
+    case 2:
+      return launch_shape<Codec, 2>(p, plan, device, stream);
+    default:
+      return launch_shape<Codec, 4>(p, plan, device, stream);
+  }
 }
 
 template <class Out>

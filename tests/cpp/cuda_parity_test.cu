@@ -130,9 +130,9 @@ __global__ void count_bf16_decode_mismatches(unsigned long long* mismatches) {
   alignas(16) std::uint8_t record[368] = {};
   const auto sbyte = static_cast<std::uint8_t>(threadIdx.x);
   const auto code = static_cast<std::uint8_t>(blockIdx.x);
-  // y: 0 static, 1 the 352 unboost, 2.. per-token outer scales (pts), tiny to huge.
+  // y: 0 static, 1 the 352 unboost, 2.. per-token outer scales (pts): tiny to huge, inf, NaN, -0.
   const float unboost = blockIdx.y == 1 ? kNvfp4Fp8ScaleUnboost : 1.0f;
-  const float outers[] = {1.0f, 1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f};
+  const float outers[] = {1.0f, 1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f, INFINITY, NAN, -0.0f};
   const float outer = outers[blockIdx.y];
   for (int i = 0; i < 8; ++i) record[i] = static_cast<std::uint8_t>(code | (((code + i) & 0xF) << 4));
   record[256] = sbyte;
@@ -149,7 +149,7 @@ TEST(cuda_e2m1, bf16_decode_equals_the_f32_path_for_every_code_and_scale) {
   MLAKV_REQUIRE_GPU();
   DeviceBuffer mismatches(sizeof(unsigned long long));
   cudaMemset(mismatches.get(), 0, mismatches.bytes());
-  count_bf16_decode_mismatches<<<dim3(16, 6), 256>>>(mismatches.get<unsigned long long>());
+  count_bf16_decode_mismatches<<<dim3(16, 9), 256>>>(mismatches.get<unsigned long long>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
