@@ -78,8 +78,10 @@ SplitPlan plan_splits(std::int64_t rows, std::int64_t heads, std::int64_t topk, 
   const int groups = groups_for(heads);
   const std::int64_t tiles = (topk + kTileTokens - 1) / kTileTokens;
   const std::int64_t blocks = rows * ((heads + 16 * groups - 1) / (16 * groups));
-  const std::int64_t resident = static_cast<std::int64_t>(multiprocessors) *
-                                (groups == 1 ? BlockShape<1>::kBlocksPerSm : BlockShape<4>::kBlocksPerSm);
+  const int per_sm = groups == 1   ? BlockShape<1>::kBlocksPerSm
+                     : groups == 2 ? BlockShape<2>::kBlocksPerSm
+                                   : BlockShape<4>::kBlocksPerSm;
+  const std::int64_t resident = static_cast<std::int64_t>(multiprocessors) * per_sm;
   // Enough blocks to fill every SM; never more splits than tiles.
   std::int64_t splits = (resident + blocks - 1) / std::max<std::int64_t>(1, blocks);
   splits = std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(std::max<std::int64_t>(tiles, 1), kMaxSplits));
