@@ -16,6 +16,12 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* r
                : "r"(address));
 }
 
+/// Two 8x8 b16 matrices; lanes 0-15 give the row addresses.
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* row) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
+}
+
 /// The same, each matrix transposed (a row-major [k][n] tile as a "col" B operand).
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
   const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
