@@ -48,5 +48,34 @@ def gather_records_paged(
     rope_dtype: str,
     stream: int,
 ) -> None: ...
+def sparse_mla_decode(
+    format: str,
+    q: Annotated[NDArray, dict(writable=False)],
+    q_tag: str | None,
+    kv_cache: Annotated[NDArray, dict(writable=False)],
+    indices: Annotated[NDArray, dict(writable=False)],
+    out: NDArray,
+    out_tag: str | None,
+    lse: NDArray,
+    topk_len: Annotated[NDArray, dict(writable=False)] | None,
+    sm_scale: float,
+    scale: Annotated[NDArray, dict(writable=False)] | None,
+    rope_dtype: str,
+    workspace: NDArray | None,
+    stream: int,
+) -> None: ...
+def merge_attention_states(
+    out_a: Annotated[NDArray, dict(writable=False)],
+    a_tag: str | None,
+    lse_a: Annotated[NDArray, dict(writable=False)],
+    out_b: Annotated[NDArray, dict(writable=False)],
+    b_tag: str | None,
+    lse_b: Annotated[NDArray, dict(writable=False)],
+    out: NDArray,
+    out_tag: str | None,
+    lse: NDArray,
+    stream: int,
+) -> None: ...
+def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, cuda: bool, device_index: int) -> int: ...
 def formats() -> list: ...
 def capabilities() -> list: ...
