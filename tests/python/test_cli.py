@@ -147,19 +147,8 @@ def test_mlakv_command_inspect_decodes_one_record(tmp_path):
     cache = np.zeros((2, 4, 368), np.uint8)
     concat_and_cache_nvfp4_mla_fp8_rope(kv, pe, cache, np.arange(8))
     cache.tofile(tmp_path / "cache.bin")
-    out = run(
-        "inspect",
-        "--format",
-        "nvfp4_ds_mla_fp8_rope",
-        "--cache",
-        str(tmp_path / "cache.bin"),
-        "--block-size",
-        "4",
-        "--slot",
-        "6",
-        "--values",
-        "4",
-    ).stdout
+    inspect = ["inspect", "--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin")]
+    out = run(*inspect, "--block-size", "4", "--slot", "6", "--values", "4").stdout
     assert "slot 6 = block 1, position 2" in out
     assert "all zero (ok)" in out  # the pad check
     for name in ("latent_codes", "group_scales", "rope_scale", "rope"):
@@ -168,18 +157,4 @@ def test_mlakv_command_inspect_decodes_one_record(tmp_path):
     line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
     values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
     np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
-    assert (
-        run(
-            "inspect",
-            "--format",
-            "nvfp4_ds_mla_fp8_rope",
-            "--cache",
-            str(tmp_path / "cache.bin"),
-            "--block-size",
-            "4",
-            "--slot",
-            "8",
-            check=False,
-        ).returncode
-        == 2
-    )
+    assert run(*inspect, "--block-size", "4", "--slot", "8", check=False).returncode == 2

@@ -25,17 +25,6 @@ constexpr float kQueryFocus = 15.0f;
 
 float widen_bf16(std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); }
 
-ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got) {
-  double err2 = 0.0, ref2 = 0.0, max_abs = 0.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    err2 += d * d;
-    ref2 += static_cast<double>(ref[i]) * ref[i];
-    max_abs = std::max(max_abs, std::abs(d));
-  }
-  return {ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), max_abs};
-}
-
 // K distinct tokens of [0, tokens) per row, in random order.
 std::vector<std::int32_t> select_tokens(std::int64_t rows, std::int64_t tokens, std::int64_t topk,
                                         std::mt19937_64& rng) {
@@ -50,6 +39,17 @@ std::vector<std::int32_t> select_tokens(std::int64_t rows, std::int64_t tokens, 
 }
 
 }  // namespace
+
+ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got) {
+  double err2 = 0.0, ref2 = 0.0, max_abs = 0.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    err2 += d * d;
+    ref2 += static_cast<double>(ref[i]) * ref[i];
+    max_abs = std::max(max_abs, std::abs(d));
+  }
+  return {ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), max_abs};
+}
 
 Queries make_queries(const Activations& bf16, std::int64_t rows, std::int64_t heads, std::int64_t topk,
                      std::uint64_t seed) {

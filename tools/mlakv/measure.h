@@ -36,6 +36,9 @@ struct ErrorStats {
   double max_abs = 0.0;
 };
 
+/// |got - ref| relative RMS over all values, and its largest element.
+ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got);
+
 struct FormatAccuracy {
   ErrorStats latent;
   ErrorStats rope;

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "device_buffer.h"
 #include "format/specs.h"
+#include "measure.h"
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
 #include "mlakv/readers.h"
@@ -25,24 +26,6 @@ struct RoundtripOptions {
   std::uint64_t seed = 0;
   std::string device = "cpu";
 };
-
-struct ErrorStats {
-  double rel_rms;
-  double max_abs;
-};
-
-ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got) {
-  double err2 = 0.0;
-  double ref2 = 0.0;
-  double max_abs = 0.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    err2 += d * d;
-    ref2 += static_cast<double>(ref[i]) * ref[i];
-    max_abs = std::max(max_abs, std::abs(d));
-  }
-  return {ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), max_abs};
-}
 
 void run_roundtrip(const RoundtripOptions& options) {
   constexpr std::int64_t kBlockSize = 64;
