@@ -37,6 +37,8 @@ def test_mlakv_command_report_prints_a_table_with_every_format_and_a_recommendat
         "attn %",
         "write GB/s",
         "read GB/s",
+        "write Mtok/s",
+        "read Mtok/s",
     ):
         assert column in header
     rows = [line for line in out.splitlines() if line[2:].split(" ")[0] in FORMATS]

@@ -135,19 +135,24 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
   fmt::print(
       "accuracy on {}; sparse attention: {} query rows x {} heads x {} selected tokens, sm_scale 1/sqrt(576)\n\n",
       in.source, in.queries.rows, in.queries.heads, in.queries.topk);
-  fmt::print("  {:<26} {:>5} {:>9} {:>14} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10}", "format", "bytes", "KiB/token",
-             "tokens", "128k seqs", "x bf16", "latent %", "rope %", "attn %", "write GB/s", "read GB/s");
+  fmt::print("  {:<26} {:>5} {:>9} {:>14} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>11}", "format", "bytes",
+             "KiB/token", "tokens", "128k seqs", "x bf16", "latent %", "rope %", "attn %", "write GB/s", "read GB/s",
+             "write Mtok/s", "read Mtok/s");
   if (cuda) {
     fmt::print(" {:>8} {:>8}", "write/cp", "read/cp");
   }
   fmt::print("\n");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const FormatRow& r = rows[i];
-    fmt::print("{} {:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f}",
-               i == best ? '*' : ' ', format_info(r.capacity.format).id, r.capacity.record_bytes,
-               r.capacity.bytes_per_token / 1024.0, r.capacity.tokens, r.capacity.sequences, r.capacity.tokens_vs_bf16,
-               100.0 * r.accuracy.latent.rel_rms, 100.0 * r.accuracy.rope.rel_rms, 100.0 * r.accuracy.attention.rel_rms,
-               gbps(r.speed.write_bytes, r.speed.write_us), gbps(r.speed.read_bytes, r.speed.read_us));
+    const auto tokens = static_cast<double>(in.bf16.tokens);
+    fmt::print(
+        "{} {:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f} {:>12.3f} "
+        "{:>11.3f}",
+        i == best ? '*' : ' ', format_info(r.capacity.format).id, r.capacity.record_bytes,
+        r.capacity.bytes_per_token / 1024.0, r.capacity.tokens, r.capacity.sequences, r.capacity.tokens_vs_bf16,
+        100.0 * r.accuracy.latent.rel_rms, 100.0 * r.accuracy.rope.rel_rms, 100.0 * r.accuracy.attention.rel_rms,
+        gbps(r.speed.write_bytes, r.speed.write_us), gbps(r.speed.read_bytes, r.speed.read_us),
+        tokens / r.speed.write_us, tokens / r.speed.read_us);
     if (cuda) {
       fmt::print(" {:>7.2f}x {:>7.2f}x\n", fraction(r.speed.write_copy_us, r.speed.write_us),
                  fraction(r.speed.read_copy_us, r.speed.read_us));
