@@ -218,8 +218,9 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
   __syncthreads();
 
   // A tile's slots are loaded while the previous tile is computed. (Keeping
-  // the next tile's records in flight too, in a second key buffer, measured
-  // slower on the H200: one block per SM instead of two.)
+  // the next tile's records in flight too measured slower on the H200: in a
+  // second key buffer, fewer blocks fit an SM; in registers, the 512-thread
+  // blocks spill.)
   std::int64_t next_slot = tile_slot<Shape::kDecodeTokens>(p, row, begin, end, warp, lane);
   for (std::int64_t tile = begin; tile < end; tile += kTileTokens) {
     const unsigned valid = issue_tile_records<Codec, Shape::kDecodeTokens>(p, sh.keys, next_slot, warp, lane);
