@@ -144,6 +144,15 @@ TEST(sparse_mla_decode, a_row_without_valid_entries_gives_zeros_and_minus_infini
   for (int h = 16; h < 32; ++h) EXPECT_TRUE(std::isfinite(got.lse[h]));
 }
 
+TEST(sparse_mla_decode, no_entries_at_all_gives_zeros_and_minus_infinity) {
+  AttentionCache cache(Format::kNvfp4DsMlaFp8Rope, 64, 4);
+  auto q = random_queries(2, 16, 5);
+  std::vector<std::int32_t> indices;
+  const Decoded got = decode(cache, q, 2, 16, indices, 0);
+  for (const std::uint16_t v : got.out) ASSERT_EQ(v, 0);
+  for (const float l : got.lse) EXPECT_EQ(l, -std::numeric_limits<float>::infinity());
+}
+
 TEST(sparse_mla_decode, sm_scale_scales_the_scores) {
   AttentionCache cache(Format::kNvfp4DsMlaFp8RopePts, 64, 4);
   auto q = random_queries(1, 16, 5);
