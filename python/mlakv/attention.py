@@ -15,10 +15,6 @@ from ._arrays import _is_cupy, _is_torch, empty, export, input_array, output_arr
 _VALUE_DIM = 512
 
 
-def _empty_float32(like: Any, shape: tuple[int, ...]) -> Any:
-    return empty(like, shape, "float32")
-
-
 def _device_of(x: Any) -> tuple[bool, int]:
     if _is_torch(x):
         return x.is_cuda, (x.device.index or 0) if x.is_cuda else 0
@@ -85,7 +81,7 @@ def sparse_mla_decode(
     if out is None:
         out = empty(q, (rows, heads, _VALUE_DIM), "bfloat16")
     if lse is None:
-        lse = _empty_float32(q, (rows, heads))
+        lse = empty(q, (rows, heads), "float32")
     q_arr, q_tag = input_array(q)
     out_arr, out_tag = output_array(out)
     _mlakv.sparse_mla_decode(
@@ -123,7 +119,7 @@ def merge_attention_states(
         dtype = "float32" if str(getattr(out_a, "dtype", "")).endswith("float32") else "bfloat16"
         out = empty(out_a, tuple(int(d) for d in out_a.shape), dtype)
     if lse is None:
-        lse = _empty_float32(out_a, tuple(int(d) for d in lse_a.shape))
+        lse = empty(out_a, tuple(int(d) for d in lse_a.shape), "float32")
     out_arr, out_tag = output_array(out)
     _mlakv.merge_attention_states(
         a_arr, a_tag, export(lse_a), b_arr, b_tag, export(lse_b), out_arr, out_tag, export(lse), handle

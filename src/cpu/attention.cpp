@@ -10,6 +10,7 @@
 #include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
+#include "kernels/merge.h"
 
 namespace mlakv::cpu {
 namespace {
@@ -88,44 +89,21 @@ void sparse_mla_decode(const kernels::SparseDecodeParams& p) {
 }
 
 void merge_attention_states(const kernels::MergeParams& p) {
-  const auto load = [&p](const kernels::AttentionState& s, std::int64_t offset) {
-    if (p.out_is_float32) return static_cast<const float*>(s.out)[offset];
-    return widen_bf16(static_cast<const std::uint16_t*>(s.out)[offset]);
-  };
-  const auto store = [&p](const kernels::AttentionState& s, std::int64_t offset, float v) {
-    if (p.out_is_float32) {
-      static_cast<float*>(s.out)[offset] = v;
-    } else {
-      static_cast<std::uint16_t*>(s.out)[offset] = codec::encode_bf16(v);
-    }
-  };
   parallel_for(
       p.rows * p.heads,
-      [&](std::int64_t i) {
+      [&p](std::int64_t i) {
         const std::int64_t r = i / p.heads;
         const std::int64_t h = i % p.heads;
-        const auto at = [r, h](const kernels::AttentionState& s) {
-          return r * s.out_stride_row + h * s.out_stride_head;
-        };
-        const auto lse_at = [r, h](const kernels::AttentionState& s) {
-          return r * s.lse_stride_row + h * s.lse_stride_head;
-        };
-        const float la = p.a.lse[lse_at(p.a)];
-        const float lb = p.b.lse[lse_at(p.b)];
-        const float m = std::fmax(la, lb);
-        const bool empty = m == -std::numeric_limits<float>::infinity();
-        const float wa = empty ? 0.0f : std::exp(la - m);
-        const float wb = empty ? 0.0f : std::exp(lb - m);
-        const float sum = wa + wb;
+        const kernels::MergeWeights w = kernels::merge_weights(kernels::lse_at(p.a, r, h), kernels::lse_at(p.b, r, h));
+        const std::int64_t a = kernels::out_offset(p.a, r, h);
+        const std::int64_t b = kernels::out_offset(p.b, r, h);
+        const std::int64_t out = kernels::out_offset(p.merged, r, h);
         for (std::int64_t d = 0; d < p.width; ++d) {
-          const float va = load(p.a, at(p.a) + d);
-          const float vb = load(p.b, at(p.b) + d);
-          // A side of weight 0 (lse -inf, or underflow) adds nothing, whatever its out holds.
-          const float ta = wa > 0.0f ? wa * va : 0.0f;
-          const float tb = wb > 0.0f ? wb * vb : 0.0f;
-          store(p.merged, at(p.merged) + d, empty ? 0.0f : (ta + tb) / sum);
+          kernels::store_state(
+              p, p.merged, out + d,
+              kernels::merged_value(w, kernels::load_state(p, p.a, a + d), kernels::load_state(p, p.b, b + d)));
         }
-        p.merged.lse[lse_at(p.merged)] = empty ? m : m + std::log(sum);
+        kernels::lse_at(p.merged, r, h) = kernels::merged_lse(w);
       },
       64);
 }

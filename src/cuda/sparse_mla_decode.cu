@@ -16,6 +16,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/mma.cuh"
 #include "cuda/warp.cuh"
+#include "kernels/merge.h"
 #include "mlakv/attention.h"
 
 namespace mlakv::cuda {
@@ -452,49 +453,22 @@ cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   }
 }
 
-template <class Out>
-__device__ __forceinline__ float load_state(const void* base, std::int64_t offset) {
-  if constexpr (sizeof(Out) == sizeof(float)) {
-    return static_cast<const float*>(base)[offset];
-  } else {
-    return __uint_as_float(static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(base)[offset]) << 16);
-  }
-}
-
-template <class Out>
-__device__ __forceinline__ void store_state(void* base, std::int64_t offset, float v) {
-  if constexpr (sizeof(Out) == sizeof(float)) {
-    static_cast<float*>(base)[offset] = v;
-  } else {
-    static_cast<std::uint16_t*>(base)[offset] = codec::encode_bf16(v);
-  }
-}
-
-// One block per (row, head); the same arithmetic as the CPU merge.
-template <class Out>
+// One block per (row, head), over kernels/merge.h as the CPU merge.
 __global__ void __launch_bounds__(kCombineThreads) merge_kernel(const kernels::MergeParams p) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
-  const auto at = [&](const kernels::AttentionState& s) { return row * s.out_stride_row + head * s.out_stride_head; };
-  const auto lse_at = [&](const kernels::AttentionState& s) {
-    return row * s.lse_stride_row + head * s.lse_stride_head;
-  };
-  const float la = p.a.lse[lse_at(p.a)];
-  const float lb = p.b.lse[lse_at(p.b)];
-  const float m = fmaxf(la, lb);
-  const bool empty = m == -INFINITY;
-  const float wa = empty ? 0.0f : expf(la - m);
-  const float wb = empty ? 0.0f : expf(lb - m);
-  const float sum = wa + wb;
+  const kernels::MergeWeights w =
+      kernels::merge_weights(kernels::lse_at(p.a, row, head), kernels::lse_at(p.b, row, head));
+  const std::int64_t a = kernels::out_offset(p.a, row, head);
+  const std::int64_t b = kernels::out_offset(p.b, row, head);
+  const std::int64_t out = kernels::out_offset(p.merged, row, head);
   for (std::int64_t d = threadIdx.x; d < p.width; d += kCombineThreads) {
-    const float va = load_state<Out>(p.a.out, at(p.a) + d);
-    const float vb = load_state<Out>(p.b.out, at(p.b) + d);
-    const float ta = wa > 0.0f ? wa * va : 0.0f;
-    const float tb = wb > 0.0f ? wb * vb : 0.0f;
-    store_state<Out>(p.merged.out, at(p.merged) + d, empty ? 0.0f : (ta + tb) / sum);
+    kernels::store_state(
+        p, p.merged, out + d,
+        kernels::merged_value(w, kernels::load_state(p, p.a, a + d), kernels::load_state(p, p.b, b + d)));
   }
   __syncthreads();  // every thread read lse before it may be overwritten (lse may alias lse_a)
-  if (threadIdx.x == 0) p.merged.lse[lse_at(p.merged)] = empty ? m : m + logf(sum);
+  if (threadIdx.x == 0) kernels::lse_at(p.merged, row, head) = kernels::merged_lse(w);
 }
 
 }  // namespace
@@ -510,12 +484,7 @@ cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& p, cudaStream_t
 
 cudaError_t merge_attention_states(const kernels::MergeParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
-  const auto blocks = static_cast<unsigned>(p.rows * p.heads);
-  if (p.out_is_float32) {
-    merge_kernel<float><<<blocks, kCombineThreads, 0, stream>>>(p);
-  } else {
-    merge_kernel<std::uint16_t><<<blocks, kCombineThreads, 0, stream>>>(p);
-  }
+  merge_kernel<<<static_cast<unsigned>(p.rows * p.heads), kCombineThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

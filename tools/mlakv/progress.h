@@ -9,7 +9,7 @@ namespace mlakv::tool {
 
 class Progress {
  public:
-  Progress(bool quiet, int steps) : quiet_(quiet), steps_(steps) {}
+  Progress(bool quiet, int steps);
   ~Progress() { finish(); }
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -21,6 +21,7 @@ class Progress {
 
  private:
   bool quiet_;
+  bool tty_;  // a terminal gets one line rewritten in place; a log gets a line per step
   int steps_;
   int done_ = 0;
   bool printed_ = false;
