@@ -142,7 +142,8 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
                   "block and slot strides must be multiples of " + str(align) + " bytes",
                   "(" + str(v.strides[0]) + ", " + str(v.strides[1]) + ")");
   }
-  return {static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0], v.strides[1]};
+  return kernels::make_cache_layout(static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0],
+                                    v.strides[1]);
 }
 
 // k_scale: a 1-element float32 on the CPU (read now) or on the tensors' CUDA

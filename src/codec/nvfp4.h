@@ -106,20 +106,64 @@ MLAKV_HD const std::uint8_t* group_codes(const std::uint8_t* record, int g) {
   return record + Nvfp4Latent::kCodes.offset + g * (kNvfp4GroupSize / 2);
 }
 
+/// amax / 6 as a product with RN(1/6) and one FMA residual step: the
+/// correctly rounded quotient for every 16-bit amax (a CPU test checks all of
+/// them against the division), in a third of the division's instructions.
+MLAKV_HD float divide_amax_by_e2m1_max(float amax) {
+  constexpr float kInv = 1.0f / kE2m1Max;
+  const float q = amax * kInv;
+  return amax < INFINITY ? fmaf(fmaf(-q, kE2m1Max, amax), kInv, q) : amax;
+}
+
 /// Group g of the static NVFP4 latent (the 432 and 368 records). The CPU
 /// follows ABI.md literally; the GPU counts decision points instead of
-/// dividing (codec/nvfp4_compare.h), proven equal exhaustively.
+/// dividing (codec/nvfp4_compare.h), proven equal exhaustively, and takes
+/// the amax of input pairs.
 template <InputDtype kDtype>
 MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::uint8_t* record) {
 #if defined(__CUDA_ARCH__)
-  const std::uint8_t sbyte = encode_e4m3(div_rn(amax_of<kDtype, kNvfp4GroupSize>(bits), kE2m1Max));
+  bool nan_free = true;
+  const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
+  const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax));
   record[Nvfp4Latent::kGroupScales.offset + g] = sbyte;
-  encode_e2m1_group_by_compare<kDtype>(bits, decode_e4m3(sbyte), group_codes(record, g));
+  const float s = decode_e4m3(sbyte);
+  if (s == 0.0f) {
+    const std::uint8_t zeros[kNvfp4GroupSize / 2] = {};
+    store_aligned<kNvfp4GroupSize / 2>(group_codes(record, g), zeros);
+  } else if (nan_free) {
+    encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>(s), group_codes(record, g));
+  } else {
+    encode_e2m1_group_by_compare<kDtype>(bits, s, group_codes(record, g));
+  }
 #else
   float x[kNvfp4GroupSize];
   load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
   record[Nvfp4Latent::kGroupScales.offset + g] = encode_nvfp4_group_static(x, group_codes(record, g));
 #endif
+}
+
+/// Group g of the nvfp4_fp8_ds_mla latent (64x-boosted scale bytes): on the
+/// GPU, groups without NaN count decision points (E2m1Thresholds::for_product,
+/// proven equal exhaustively); the CPU, and groups holding a NaN, follow
+/// ABI.md literally.
+template <InputDtype kDtype>
+MLAKV_HD void encode_latent_group_boosted(int g, const std::uint16_t* bits, std::uint8_t* record) {
+  std::uint8_t* scale = record + Nvfp4Latent::kGroupScales.offset + g;
+#if defined(__CUDA_ARCH__)
+  bool nan_free = true;
+  const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
+  if (nan_free) {
+    const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax) * kNvfp4Fp8ScaleBoost);
+    const float s = decode_e4m3(sbyte) * kNvfp4Fp8ScaleUnboost;
+    const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
+    *scale = sbyte;
+    encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_product(s, inv_s), group_codes(record, g));
+    return;
+  }
+#endif
+  float x[kNvfp4GroupSize];
+  load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
+  *scale = encode_nvfp4_group_boosted(x, group_codes(record, g));
 }
 
 /// Decodes group g; scale bytes hold the dequant scale divided by `unboost`,

@@ -25,9 +25,7 @@ struct CodecNvfp4Fp8DsMla {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
-    float x[kNvfp4GroupSize];
-    load_inputs<kDtype, kNvfp4GroupSize>(in.kv_c, x);
-    record[Spec::kGroupScales.offset + lane] = encode_nvfp4_group_boosted(x, group_codes(record, lane));
+    encode_latent_group_boosted<kDtype>(lane, in.kv_c, record);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
       record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_rope(load_input<kDtype>(in.k_pe[i]));

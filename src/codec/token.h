@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "codec/element.h"
+#include "codec/pairs.h"
 #include "format/specs.h"
 
 namespace mlakv::codec {
@@ -63,6 +64,9 @@ MLAKV_HD void load_inputs(const std::uint16_t* bits, float* out) {
 
 template <InputDtype kDtype, int kN>
 MLAKV_HD float amax_of(const std::uint16_t* bits) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kN % 2 == 0) return pair_amax<kDtype, kN>(bits);
+#endif
   float amax = 0.0f;
   MLAKV_UNROLL
   for (int i = 0; i < kN; ++i) amax = fold_amax(amax, load_input<kDtype>(bits[i]));

@@ -77,6 +77,79 @@ TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) 
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
 
+// The fast path for groups without NaN, with the device instructions: four
+// pairs per word, every non-NaN 16-bit input (NaN patterns stand in as a
+// signed zero) and every scale byte of the static recipe E2M1(x / s) (s != 0)
+// and of the boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64.
+template <mlakv::codec::InputDtype kDtype, bool kBoosted>
+__global__ void count_quad_mismatches(unsigned long long* mismatches) {
+  using namespace mlakv::codec;
+  const unsigned scode = kBoosted ? blockIdx.y : blockIdx.y + 1;
+  if (scode >= 0x7F) return;  // 0x7F is NaN, never a scale byte
+  const float s = decode_e4m3(static_cast<std::uint8_t>(scode)) * (kBoosted ? kNvfp4Fp8ScaleUnboost : 1.0f);
+  const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
+  const E2m1Thresholds<kDtype> thr =
+      kBoosted ? E2m1Thresholds<kDtype>::for_product(s, inv_s) : E2m1Thresholds<kDtype>(s);
+  const std::uint32_t first = 8 * (blockIdx.x * blockDim.x + threadIdx.x);
+  std::uint32_t inputs[8];
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    const float v = load_input<kDtype>(static_cast<std::uint16_t>(first + i));
+    const bool zero = v != v || s == 0.0f;  // NaN stands in as a signed zero; s == 0 meets only zeros
+    inputs[i] = zero ? (first + i) & 0x8000u : first + i;
+  }
+  std::uint32_t pairs[4];
+  for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
+  std::uint32_t want = 0;
+  for (int i = 0; i < 8; ++i) {
+    const float x = load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
+    want |= static_cast<std::uint32_t>(encode_e2m1_cuda(kBoosted ? x * inv_s : div_rn(x, s))) << (4 * i);
+  }
+  if (e2m1_quad_by_compare<kDtype>(pairs, thr) != want) atomicAdd(mismatches, 1ull);
+}
+
+TEST(cuda_e2m1, nan_free_quads_equal_the_static_and_boosted_recipes_for_every_input_and_scale) {
+  MLAKV_REQUIRE_GPU();
+  using mlakv::codec::InputDtype;
+  DeviceBuffer mismatches(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  const dim3 grid(8192 / 256, 0x7F);
+  count_quad_mismatches<InputDtype::kBf16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_quad_mismatches<InputDtype::kFp16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_quad_mismatches<InputDtype::kBf16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  count_quad_mismatches<InputDtype::kFp16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+}
+
+// The paired amax (half-precision max on the device) against the scalar fold,
+// and its NaN flag, for every pair of 16-bit inputs.
+template <mlakv::codec::InputDtype kDtype>
+__global__ void count_pair_amax_mismatches(unsigned long long* mismatches) {
+  using namespace mlakv::codec;
+  const std::uint32_t high = blockIdx.x;
+  for (std::uint32_t low = threadIdx.x; low < 0x10000u; low += blockDim.x) {
+    const std::uint16_t bits[2] = {static_cast<std::uint16_t>(low), static_cast<std::uint16_t>(high)};
+    bool nan_free = false;
+    const float got = pair_amax<kDtype, 2>(bits, &nan_free);
+    const float a = load_input<kDtype>(bits[0]);
+    const float b = load_input<kDtype>(bits[1]);
+    const float want = fold_amax(fold_amax(0.0f, a), b);
+    if (__float_as_uint(got) != __float_as_uint(want) || nan_free != (a == a && b == b)) {
+      atomicAdd(mismatches, 1ull);
+    }
+  }
+}
+
+TEST(cuda_amax, paired_amax_equals_the_scalar_fold_for_every_pair_of_inputs) {
+  MLAKV_REQUIRE_GPU();
+  DeviceBuffer mismatches(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  count_pair_amax_mismatches<mlakv::codec::InputDtype::kBf16><<<0x10000, 256>>>(mismatches.get<unsigned long long>());
+  count_pair_amax_mismatches<mlakv::codec::InputDtype::kFp16><<<0x10000, 256>>>(mismatches.get<unsigned long long>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+}
+
 // with_divisor on the GPU (an FMA-corrected reciprocal product) gives the
 // E4M3 code of the correctly rounded quotient for every 16-bit input x and
 // every divisor mlakv derives from an amax a >= |x| of the same type: the

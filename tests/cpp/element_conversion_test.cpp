@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codec/element.h"
+#include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "test_support.h"
 
@@ -149,6 +150,88 @@ TEST(element_conversion, division_free_e2m1_codes_equal_the_recipe_for_every_bf1
 
 TEST(element_conversion, division_free_e2m1_codes_equal_the_recipe_for_every_fp16_input_and_scale) {
   expect_compare_codes_equal_division<InputDtype::kFp16>();
+}
+
+// The GPU's fast path for groups without NaN: four pairs per word, for every
+// non-NaN 16-bit input (NaN patterns stand in as a signed zero) and every
+// scale byte of a recipe: the static one, E2M1(x / s) for s != 0, and the
+// boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64 (or 0, met
+// only by signed zeros).
+enum class Recipe { kStatic, kBoosted };
+
+template <InputDtype kDtype, Recipe kRecipe>
+void expect_nan_free_quads_equal_the_recipe() {
+  using mlakv::codec::E2m1Thresholds;
+  int bad = 0;
+  const auto is_nan = [](std::uint32_t b) {
+    const float v = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(b));
+    return v != v;
+  };
+  for (unsigned scode = kRecipe == Recipe::kStatic ? 1 : 0; scode < 0x7F; ++scode) {
+    float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
+    if (kRecipe == Recipe::kBoosted) s *= mlakv::codec::kNvfp4Fp8ScaleUnboost;
+    const float inv_s = s > 0.0f ? 1.0f / s : 0.0f;
+    const E2m1Thresholds<kDtype> thr =
+        kRecipe == Recipe::kStatic ? E2m1Thresholds<kDtype>(s) : E2m1Thresholds<kDtype>::for_product(s, inv_s);
+    for (std::uint32_t first = 0; first <= 0xFFFF; first += 8) {
+      std::uint32_t inputs[8];
+      // s == 0 comes from an all-zero group: only signed zeros meet it.
+      for (std::uint32_t i = 0; i < 8; ++i) {
+        inputs[i] = is_nan(first + i) || s == 0.0f ? (first + i) & 0x8000u : first + i;
+      }
+      std::uint32_t pairs[4];
+      for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
+      const std::uint32_t got = mlakv::codec::e2m1_quad_by_compare<kDtype>(pairs, thr);
+      std::uint32_t want = 0;
+      for (int i = 0; i < 8; ++i) {
+        const float x = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
+        const float y = kRecipe == Recipe::kStatic ? mlakv::codec::div_rn(x, s) : x * inv_s;
+        want |= static_cast<std::uint32_t>(mlakv::codec::encode_e2m1_cuda(y)) << (4 * i);
+      }
+      if (got != want && bad++ < 5) {
+        ADD_FAILURE() << "s = " << s << ", inputs from 0x" << std::hex << first << ": got 0x" << got << ", want 0x"
+                      << want;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(element_conversion, nan_free_e2m1_quads_equal_the_static_recipe_for_every_bf16_input_and_scale) {
+  expect_nan_free_quads_equal_the_recipe<InputDtype::kBf16, Recipe::kStatic>();
+}
+
+TEST(element_conversion, nan_free_e2m1_quads_equal_the_static_recipe_for_every_fp16_input_and_scale) {
+  expect_nan_free_quads_equal_the_recipe<InputDtype::kFp16, Recipe::kStatic>();
+}
+
+TEST(element_conversion, nan_free_e2m1_quads_equal_the_boosted_recipe_for_every_bf16_input_and_scale) {
+  expect_nan_free_quads_equal_the_recipe<InputDtype::kBf16, Recipe::kBoosted>();
+}
+
+TEST(element_conversion, nan_free_e2m1_quads_equal_the_boosted_recipe_for_every_fp16_input_and_scale) {
+  expect_nan_free_quads_equal_the_recipe<InputDtype::kFp16, Recipe::kBoosted>();
+}
+
+// The GPU's amax / 6 (a product and one FMA residual step) is the correctly
+// rounded quotient for every amax a 16-bit input can produce.
+template <InputDtype kDtype>
+void expect_amax_over_six_exact() {
+  for (std::uint32_t bits = 0; bits < 0x8000; ++bits) {
+    const float amax = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(bits));
+    if (amax != amax) continue;  // amaxes ignore NaN
+    const float got = mlakv::codec::divide_amax_by_e2m1_max(amax);
+    const float want = amax / 6.0f;
+    ASSERT_EQ(mlakv::test::f32_bits(got), mlakv::test::f32_bits(want)) << "amax bits 0x" << std::hex << bits;
+  }
+}
+
+TEST(element_conversion, amax_over_six_by_residual_is_the_division_for_every_bf16_amax) {
+  expect_amax_over_six_exact<InputDtype::kBf16>();
+}
+
+TEST(element_conversion, amax_over_six_by_residual_is_the_division_for_every_fp16_amax) {
+  expect_amax_over_six_exact<InputDtype::kFp16>();
 }
 
 TEST(element_conversion, widening_is_exact_for_every_pattern) {
