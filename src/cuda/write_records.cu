@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA writer: one warp per token. Lane l loads its 16 latent and 2 RoPE
 // inputs, the warp combines amaxes with shuffles, every lane encodes its part
-// of the record into shared memory with the shared codec, and the warp stores
-// the record with 16-byte stores (cache base and strides are 16-byte aligned).
+// of the record with the shared codec, into shared memory from which the warp
+// stores the record with 16-byte stores (cache base and strides are 16-byte
+// aligned), or, for the records of whole aligned runs, straight to the cache.
+#include <type_traits>
+
 #include "codec/codecs.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/warp.cuh"
@@ -38,6 +41,20 @@ __device__ __forceinline__ void load_lane(const std::uint8_t* kv_c_row, const st
   memcpy(in.k_pe, &r, 4);
 }
 
+// Records whose lanes write whole aligned runs (the 16-bit copies, one E4M3
+// code per value) are stored from registers: no staging round trip, which
+// shortens a decode step's single-token launch (bf16: 1.31x -> 1.20x the
+// copy's time). The others write scattered bytes and scale fields, which cost
+// more as global stores than the staging (measured on the H200: the 432-byte
+// writer 0.81 -> 0.74 of the copy). (A persistent grid whose warps load the
+// next token while encoding one measured slower for every format: bf16 0.96
+// -> 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens.)
+template <class Codec>
+constexpr bool kStoreInPlace = requires {
+  Codec::kElementDtype;
+}
+|| std::is_same_v<Codec, codec::CodecFp8E4m3>;
+
 template <class Codec, codec::InputDtype kDtype, int kLoadBytes>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) encode_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
@@ -59,10 +76,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) encode_records_kern
   codec::EncodeParams params = p.encode;
   if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
 
-  std::uint8_t* smem_record = smem_records[warp].bytes;
-  Codec::template encode_lane<kDtype>(lane, amax, in, params, smem_record);
-  __syncwarp();
-  warp_copy16<kRecordBytes>(kernels::record_address(p.cache, slot), smem_record, lane);
+  if constexpr (kStoreInPlace<Codec>) {
+    Codec::template encode_lane<kDtype>(lane, amax, in, params, kernels::record_address(p.cache, slot));
+  } else {
+    std::uint8_t* smem_record = smem_records[warp].bytes;
+    Codec::template encode_lane<kDtype>(lane, amax, in, params, smem_record);
+    __syncwarp();
+    warp_copy16<kRecordBytes>(kernels::record_address(p.cache, slot), smem_record, lane);
+  }
 }
 
 template <class Codec, codec::InputDtype kDtype>
