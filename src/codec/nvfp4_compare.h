@@ -63,6 +63,30 @@ struct E2m1Thresholds {
     }
     return thr;
   }
+
+  /// The two-level recipe of the pts record, E2M1(RN(RN(x / st) / s)) with
+  /// st > 0 finite and s > 0 an E4M3 value: again non-decreasing in x. The
+  /// recipe computes x / (st * s) to within 2^-23 relative, and the real
+  /// boundary T * s * st lies about half a step of x's type or more (>= 2^-12
+  /// relative) from every input of the type but c, the input nearest to it;
+  /// so only c can fall on either side, and the recipe evaluated at c tells
+  /// which.
+  MLAKV_HD static E2m1Thresholds for_two_level(float st, float s) {
+    E2m1Thresholds thr(0.0f);
+    MLAKV_UNROLL
+    for (int k = 0; k < 7; ++k) {
+      const float point = e2m1_decision_point(k);
+      std::uint32_t bits = bits_of(PairOps<kDtype>::splat(s * point * st)) & 0xFFFFu;
+      const float at_c = div_rn(div_rn(load_input<kDtype>(static_cast<std::uint16_t>(bits)), st), s);
+      if (k % 2 == 0) {
+        if (at_c > point) bits -= 1;  // c already passes (never c == 0: the recipe maps 0 to 0)
+      } else {
+        if (at_c < point) bits += 1;
+      }
+      thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(bits | (bits << 16));
+    }
+    return thr;
+  }
 };
 
 /// Codes of the two values in `pair` (element 2i low, 2i+1 high), packed as one byte.

@@ -23,14 +23,11 @@ struct CodecNvfp4DsMlaFp8RopePts {
   MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
     const float st = token_scale(amax.latent);
-    std::uint8_t* sbyte = record + Spec::kGroupScales.offset + lane;
     if (st == 0.0f) {  // ABI: all codes and scale bytes 0
       zero_bytes(group_codes(record, lane), kNvfp4GroupSize / 2);
-      *sbyte = 0;
+      record[Spec::kGroupScales.offset + lane] = 0;
     } else {
-      float x[kNvfp4GroupSize];
-      load_inputs<kDtype, kNvfp4GroupSize>(in.kv_c, x);
-      *sbyte = encode_nvfp4_group_two_level(x, st, group_codes(record, lane));
+      encode_latent_group_two_level<kDtype>(lane, in.kv_c, st, record);
     }
     const float rs = rope_scale(amax.rope);
     encode_rope_scaled_e4m3<kDtype, kRopePerLane>(in.k_pe, rs, record + Spec::kRope.offset + lane * kRopePerLane);

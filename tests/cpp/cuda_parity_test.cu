@@ -121,6 +121,57 @@ TEST(cuda_e2m1, nan_free_quads_equal_the_static_and_boosted_recipes_for_every_in
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
 
+// The pts record's two-level recipe E2M1(RN(RN(x / st) / s)) by thresholds,
+// with the device instructions: every finite nonzero token amax a (st =
+// a / 2688), every nonzero E4M3 scale s, every non-NaN x with |x| <= a.
+template <mlakv::codec::InputDtype kDtype>
+__global__ void count_two_level_mismatches(unsigned long long* mismatches, std::uint32_t* example) {
+  using namespace mlakv::codec;
+  const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.x + 1));
+  const float st = a * kInvE4m3TimesE2m1Max;
+  if (!(a < INFINITY) || st == 0.0f) return;
+  const float s = decode_e4m3(static_cast<std::uint8_t>(blockIdx.y + 1));
+  const auto thr = E2m1Thresholds<kDtype>::for_two_level(st, s);
+  unsigned long long bad = 0;
+  for (std::uint32_t first = 8 * threadIdx.x; first < 0x10000u; first += 8 * blockDim.x) {
+    std::uint32_t inputs[8];
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      const float v = load_input<kDtype>(static_cast<std::uint16_t>(first + i));
+      inputs[i] = v != v || fabsf(v) > a ? (first + i) & 0x8000u : first + i;
+    }
+    std::uint32_t pairs[4];
+    for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
+    std::uint32_t want = 0;
+    for (int i = 0; i < 8; ++i) {
+      const float x = load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
+      want |= static_cast<std::uint32_t>(encode_e2m1_cuda(div_rn(div_rn(x, st), s))) << (4 * i);
+    }
+    if (e2m1_quad_by_compare<kDtype>(pairs, thr) != want && bad++ == 0) {
+      atomicCAS(example, 0u, ((blockIdx.x + 1) << 16) | first | 0x80000000u);
+    }
+  }
+  if (bad) atomicAdd(mismatches, bad);
+}
+
+TEST(cuda_e2m1, two_level_quads_equal_the_pts_recipe_for_every_token_amax_scale_and_input) {
+  MLAKV_REQUIRE_GPU();
+  using mlakv::codec::InputDtype;
+  const dim3 grid(0x7FFE, 0x7E);
+  const auto run = [&](auto kernel, const char* name) {
+    DeviceBuffer mismatches(sizeof(unsigned long long)), example(sizeof(std::uint32_t));
+    cudaMemset(mismatches.get(), 0, mismatches.bytes());
+    cudaMemset(example.get(), 0, example.bytes());
+    kernel<<<grid, 256>>>(mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::uint32_t e = example.download<std::uint32_t>()[0];
+    EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
+        << name << ": e.g. token amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", inputs from 0x"
+        << (e & 0xFFFF);
+  };
+  run(count_two_level_mismatches<InputDtype::kBf16>, "bf16");
+  run(count_two_level_mismatches<InputDtype::kFp16>, "fp16");
+}
+
 // The paired amax (half-precision max on the device) against the scalar fold,
 // and its NaN flag, for every pair of 16-bit inputs.
 template <mlakv::codec::InputDtype kDtype>

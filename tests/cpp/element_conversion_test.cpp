@@ -213,6 +213,56 @@ TEST(element_conversion, nan_free_e2m1_quads_equal_the_boosted_recipe_for_every_
   expect_nan_free_quads_equal_the_recipe<InputDtype::kFp16, Recipe::kBoosted>();
 }
 
+// The pts record's two-level recipe E2M1(RN(RN(x / st) / s)) by thresholds,
+// for every non-NaN 16-bit x with |x| <= the token amax a (st = a / 2688) and
+// every nonzero E4M3 scale s, for a spread of token amaxes (the GPU test covers
+// every one of them).
+template <InputDtype kDtype>
+void expect_two_level_quads_equal_the_recipe() {
+  using mlakv::codec::E2m1Thresholds;
+  int bad = 0;
+  const std::uint32_t amaxes[] = {0x0001u, 0x1234u, 0x3F80u, 0x5A5Au, 0x7BFFu};
+  for (const std::uint32_t abits : amaxes) {
+    const float a = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(abits));
+    if (!(a < INFINITY)) continue;
+    const float st = a * mlakv::codec::kInvE4m3TimesE2m1Max;
+    if (st == 0.0f) continue;
+    for (unsigned scode = 1; scode < 0x7F; ++scode) {
+      const float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
+      const auto thr = E2m1Thresholds<kDtype>::for_two_level(st, s);
+      for (std::uint32_t first = 0; first <= 0xFFFF; first += 8) {
+        std::uint32_t inputs[8];
+        for (std::uint32_t i = 0; i < 8; ++i) {
+          const float v = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(first + i));
+          inputs[i] = v != v || std::fabs(v) > a ? (first + i) & 0x8000u : first + i;
+        }
+        std::uint32_t pairs[4];
+        for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
+        std::uint32_t want = 0;
+        for (int i = 0; i < 8; ++i) {
+          const float x = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
+          const float y = mlakv::codec::div_rn(mlakv::codec::div_rn(x, st), s);
+          want |= static_cast<std::uint32_t>(mlakv::codec::encode_e2m1_cuda(y)) << (4 * i);
+        }
+        const std::uint32_t got = mlakv::codec::e2m1_quad_by_compare<kDtype>(pairs, thr);
+        if (got != want && bad++ < 5) {
+          ADD_FAILURE() << "a = " << a << ", s = " << s << ", inputs from 0x" << std::hex << first << ": got 0x" << got
+                        << ", want 0x" << want;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(element_conversion, two_level_e2m1_quads_equal_the_pts_recipe_for_bf16_inputs) {
+  expect_two_level_quads_equal_the_recipe<InputDtype::kBf16>();
+}
+
+TEST(element_conversion, two_level_e2m1_quads_equal_the_pts_recipe_for_fp16_inputs) {
+  expect_two_level_quads_equal_the_recipe<InputDtype::kFp16>();
+}
+
 // The GPU's amax / 6 (a product and one FMA residual step) is the correctly
 // rounded quotient for every amax a 16-bit input can produce.
 template <InputDtype kDtype>
