@@ -71,13 +71,30 @@ struct E2m1Thresholds {
   /// relative) from every input of the type but c, the input nearest to it;
   /// so only c can fall on either side, and the recipe evaluated at c tells
   /// which.
+  /// On the GPU the two divisions are products with the divisors' rounded
+  /// reciprocals, each corrected by one FMA residual step (Markstein); the
+  /// exhaustive test of the resulting codes covers them too.
   MLAKV_HD static E2m1Thresholds for_two_level(float st, float s) {
     E2m1Thresholds thr(0.0f);
+#if defined(__CUDA_ARCH__)
+    const bool residual = st >= 0x1p-64f;  // below, a residual that matters could underflow
+    const float r_st = residual ? div_rn(1.0f, st) : 0.0f;
+    const float r_s = div_rn(1.0f, s);
+    const auto recipe = [&](float x) {
+      if (!residual) return div_rn(div_rn(x, st), s);
+      const float q = x * r_st;
+      const float y = fmaf(fmaf(-q, st, x), r_st, q);
+      const float p = y * r_s;
+      return fmaf(fmaf(-p, s, y), r_s, p);
+    };
+#else
+    const auto recipe = [&](float x) { return div_rn(div_rn(x, st), s); };
+#endif
     MLAKV_UNROLL
     for (int k = 0; k < 7; ++k) {
       const float point = e2m1_decision_point(k);
       std::uint32_t bits = bits_of(PairOps<kDtype>::splat(s * point * st)) & 0xFFFFu;
-      const float at_c = div_rn(div_rn(load_input<kDtype>(static_cast<std::uint16_t>(bits)), st), s);
+      const float at_c = recipe(load_input<kDtype>(static_cast<std::uint16_t>(bits)));
       if (k % 2 == 0) {
         if (at_c > point) bits -= 1;  // c already passes (never c == 0: the recipe maps 0 to 0)
       } else {
