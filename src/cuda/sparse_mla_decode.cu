@@ -368,37 +368,52 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
 }
 
 // Merges the splits of one (row, head) by their lse; 4 output dims per thread.
+// The splits' lse are loaded at once (a thread each) and their weights shared,
+// and the partial rows are read several splits at a time: a loop with one
+// dependent global load per split measured 11.6 us for 32 splits (one row).
 __global__ void __launch_bounds__(kCombineThreads)
     combine_splits_kernel(const kernels::SparseDecodeParams p, int splits) {
+  static_assert(kMaxSplits <= kCombineThreads, "a thread per split loads its lse");
+  __shared__ float weight[kMaxSplits];
+  __shared__ float max_lse;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
   const auto* partial_out = static_cast<const float*>(p.workspace);
   const auto* partial_lse = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(p.workspace) +
                                                            lse_offset_bytes(splits, p.rows, p.heads));
   const auto index = [&](int s) { return (static_cast<std::int64_t>(s) * p.rows + row) * p.heads + head; };
-  float max_lse = -INFINITY;
-  for (int s = 0; s < splits; ++s) max_lse = fmaxf(max_lse, partial_lse[index(s)]);
-  const int d = 4 * static_cast<int>(threadIdx.x);
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < splits) weight[t] = partial_lse[index(t)];
+  __syncthreads();
+  if (t == 0) {
+    float m = -INFINITY;
+    for (int s = 0; s < splits; ++s) m = fmaxf(m, weight[s]);
+    max_lse = m;
+  }
+  __syncthreads();
+  const float m = max_lse;
+  if (t < splits) weight[t] = m == -INFINITY ? 0.0f : expf(weight[t] - m);
+  __syncthreads();
+  const int d = 4 * t;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   float total = 0.0f;
-  if (max_lse != -INFINITY) {
-    for (int s = 0; s < splits; ++s) {
-      const float w = expf(partial_lse[index(s)] - max_lse);
-      if (w == 0.0f) continue;  // an empty split's partial holds zeros, but weighs nothing either way
-      const float4 v = *reinterpret_cast<const float4*>(partial_out + index(s) * kValueDim + d);
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
-      total += w;
-    }
+#pragma unroll 8
+  for (int s = 0; s < splits; ++s) {
+    const float w = weight[s];
+    const float4 v = *reinterpret_cast<const float4*>(partial_out + index(s) * kValueDim + d);
+    if (w == 0.0f) continue;  // an empty split's partial holds zeros, but weighs nothing either way
+    acc.x += w * v.x;
+    acc.y += w * v.y;
+    acc.z += w * v.z;
+    acc.w += w * v.w;
+    total += w;
   }
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
   std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + d;
   reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
   reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
-  if (threadIdx.x == 0) {
-    p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = total > 0.0f ? max_lse + logf(total) : -INFINITY;
+  if (t == 0) {
+    p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = total > 0.0f ? m + logf(total) : -INFINITY;
   }
 }
 

@@ -55,8 +55,23 @@ constexpr bool kStoreInPlace = requires {
 }
 || std::is_same_v<Codec, codec::CodecFp8E4m3>;
 
+// Blocks an SM must hold at once. The writers wait mostly on their loads (ncu:
+// long scoreboard), so warps in flight count: at 39-40 registers the NVFP4
+// writers fit 6 blocks (48 warps); capped for 7 they run 0.81 -> 0.92 (432),
+// 0.77 -> 0.84 (368) and 0.72 -> 0.75 (352) of the copy at 1,048,576 tokens
+// (H200, one run). The same cap slows fp8_ds_mla (0.82 -> 0.76, it spills), so
+// the others ask for the 6 they fit anyway (asking for fewer lets ptxas spend
+// up to 51 registers on them).
+template <class Codec>
+constexpr bool kNvfp4Counting =
+    std::is_same_v<Codec, codec::CodecNvfp4DsMla> || std::is_same_v<Codec, codec::CodecNvfp4DsMlaFp8Rope> ||
+    std::is_same_v<Codec, codec::CodecNvfp4Fp8DsMla>;
+template <class Codec>
+constexpr int kMinBlocksPerSm = kNvfp4Counting<Codec> ? 7 : 6;
+
 template <class Codec, codec::InputDtype kDtype, int kLoadBytes>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) encode_records_kernel(const kernels::WriteParams p) {
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, kMinBlocksPerSm<Codec>)
+    encode_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
