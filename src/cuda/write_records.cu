@@ -55,22 +55,27 @@ constexpr bool kStoreInPlace = requires {
 }
 || std::is_same_v<Codec, codec::CodecFp8E4m3>;
 
-// Blocks an SM must hold at once. The writers wait mostly on their loads (ncu:
-// long scoreboard), so warps in flight count: at 39-40 registers the NVFP4
-// writers fit 6 blocks (48 warps); capped for 7 they run 0.81 -> 0.92 (432),
-// 0.77 -> 0.84 (368) and 0.72 -> 0.75 (352) of the copy at 1,048,576 tokens
-// (H200, one run). The same cap slows fp8_ds_mla (0.82 -> 0.76, it spills), so
-// the others ask for the 6 they fit anyway (asking for fewer lets ptxas spend
-// up to 51 registers on them).
+// Blocks an SM must hold at once (the launch bounds' second argument). The
+// writers wait mostly on their loads (ncu: long scoreboard), so warps in
+// flight count: at 39-40 registers the NVFP4 writers fit 6 blocks (48 warps);
+// capped for 7 they run 0.81 -> 0.92 (432), 0.77 -> 0.84 (368) and 0.72 ->
+// 0.75 (352) of the copy at 1,048,576 tokens (H200), but a decode step's
+// launch, one short wave whose time is one warp's chain, slows (368: 1.58x ->
+// 1.81x the copy) under the tighter register budget. So launches of many
+// tokens take the capped variant, small ones the other. The cap slows
+// fp8_ds_mla (0.82 -> 0.76, it spills), so all others ask for the 6 they fit
+// anyway (asking for fewer lets ptxas spend up to 51 registers on them).
+constexpr int kFitBlocksPerSm = 6;
+constexpr int kManyTokensBlocksPerSm = 7;
+constexpr std::int64_t kManyTokens = 16384;  // well past one wave of 132 SMs x 48 warps
+
 template <class Codec>
-constexpr bool kNvfp4Counting =
+constexpr bool kCapForManyTokens =
     std::is_same_v<Codec, codec::CodecNvfp4DsMla> || std::is_same_v<Codec, codec::CodecNvfp4DsMlaFp8Rope> ||
     std::is_same_v<Codec, codec::CodecNvfp4Fp8DsMla>;
-template <class Codec>
-constexpr int kMinBlocksPerSm = kNvfp4Counting<Codec> ? 7 : 6;
 
-template <class Codec, codec::InputDtype kDtype, int kLoadBytes>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, kMinBlocksPerSm<Codec>)
+template <class Codec, codec::InputDtype kDtype, int kLoadBytes, int kMinBlocks>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, kMinBlocks)
     encode_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
@@ -101,16 +106,24 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, kMinBlocksPerSm<Cod
   }
 }
 
-template <class Codec, codec::InputDtype kDtype>
-cudaError_t launch(const kernels::WriteParams& p, cudaStream_t stream) {
+template <class Codec, codec::InputDtype kDtype, int kMinBlocks>
+cudaError_t launch_kernel(const kernels::WriteParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const bool rows16 = reinterpret_cast<std::uintptr_t>(p.kv_c) % 16 == 0 && p.stride_kv_c % 16 == 0;
   if (rows16) {
-    encode_records_kernel<Codec, kDtype, 16><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    encode_records_kernel<Codec, kDtype, 16, kMinBlocks><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   } else {
-    encode_records_kernel<Codec, kDtype, 4><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    encode_records_kernel<Codec, kDtype, 4, kMinBlocks><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   }
   return cudaGetLastError();
+}
+
+template <class Codec, codec::InputDtype kDtype>
+cudaError_t launch(const kernels::WriteParams& p, cudaStream_t stream) {
+  if constexpr (kCapForManyTokens<Codec>) {
+    if (p.num_tokens >= kManyTokens) return launch_kernel<Codec, kDtype, kManyTokensBlocksPerSm>(p, stream);
+  }
+  return launch_kernel<Codec, kDtype, kFitBlocksPerSm>(p, stream);
 }
 
 }  // namespace

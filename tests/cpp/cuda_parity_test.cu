@@ -368,6 +368,17 @@ TEST_P(cuda_writer, hostile_values_match_cpu) {
   for (std::uint64_t seed : {2, 3, 4}) expect_write_parity(format(), dtype(), iota_slots(128), true, {}, seed);
 }
 
+TEST_P(cuda_writer, launches_of_many_tokens_match_cpu) {
+  // 20,000 tokens: the NVFP4 writers' variant for launches of many tokens (register-capped).
+  Layout l;
+  l.num_blocks = 20000 / 64 + 1;
+  l.block_size = 64;
+  auto slots = iota_slots(20000);
+  std::reverse(slots.begin(), slots.end());
+  expect_write_parity(format(), dtype(), slots, false, l, 5);
+  expect_write_parity(format(), dtype(), slots, true, l, 6);
+}
+
 TEST_P(cuda_writer, skipped_slots_and_guard_bytes_match_cpu) {
   const std::int64_t capacity = 4 * 32;
   expect_write_parity(format(), dtype(), {0, -1, capacity, 65, (std::int64_t{1} << 40) + 17, 130, capacity - 1, -7},
