@@ -106,15 +106,11 @@ struct E2m1Thresholds {
   }
 };
 
-/// Codes of the two values in `pair` (element 2i low, 2i+1 high), packed as one byte.
+/// The number of thresholds each half of `a` (magnitudes) passes, plus the
+/// count base (128 in bf16, 1024 in fp16), whose low bits then hold the count.
 template <InputDtype kDtype>
-MLAKV_HD std::uint8_t e2m1_pair_by_compare(std::uint32_t pair, const E2m1Thresholds<kDtype>& thr) {
-  using Ops = PairOps<kDtype>;
-  using Vec = typename Ops::Vec;
-  const Vec x = vec_from_bits<Vec>(pair);
-  // NaN counts as +inf (code 7) and loses its sign below; fmin-style min drops NaN.
-  const Vec a = __hmin2(__habs2(x), vec_from_bits<Vec>(Ops::kInf));
-  Vec count = vec_from_bits<Vec>(Ops::kCountBase);
+MLAKV_HD std::uint32_t count_decision_points(typename PairOps<kDtype>::Vec a, const E2m1Thresholds<kDtype>& thr) {
+  auto count = vec_from_bits<typename PairOps<kDtype>::Vec>(PairOps<kDtype>::kCountBase);
   // Ties go to the even code: strict where the code below is even, not where it is odd.
   count = __hadd2(count, __hgt2(a, thr.t[0]));
   count = __hadd2(count, __hge2(a, thr.t[1]));
@@ -123,9 +119,21 @@ MLAKV_HD std::uint8_t e2m1_pair_by_compare(std::uint32_t pair, const E2m1Thresho
   count = __hadd2(count, __hgt2(a, thr.t[4]));
   count = __hadd2(count, __hge2(a, thr.t[5]));
   count = __hadd2(count, __hgt2(a, thr.t[6]));
+  return bits_of(count);
+}
+
+/// Codes of the two values in `pair` (element 2i low, 2i+1 high), packed as one byte.
+template <InputDtype kDtype>
+MLAKV_HD std::uint8_t e2m1_pair_by_compare(std::uint32_t pair, const E2m1Thresholds<kDtype>& thr) {
+  using Ops = PairOps<kDtype>;
+  using Vec = typename Ops::Vec;
+  const Vec x = vec_from_bits<Vec>(pair);
+  // NaN counts as +inf (code 7) and loses its sign below; fmin-style min drops NaN.
+  const Vec a = __hmin2(__habs2(x), vec_from_bits<Vec>(Ops::kInf));
+  const std::uint32_t count = count_decision_points<kDtype>(a, thr);
   const std::uint32_t nan = (bits_of(__hisnan2(x)) >> Ops::kNanShift) & 0x00080008u;
   const std::uint32_t sign = (pair >> 12) & 0x00080008u & ~nan;
-  const std::uint32_t codes = (bits_of(count) & 0x00070007u) | sign;
+  const std::uint32_t codes = (count & 0x00070007u) | sign;
   return static_cast<std::uint8_t>((codes & 0xFu) | ((codes >> 12) & 0xF0u));
 }
 
@@ -138,23 +146,10 @@ MLAKV_HD std::uint8_t e2m1_pair_by_compare(std::uint32_t pair, const E2m1Thresho
 /// e2m1_pair_by_compare.
 template <InputDtype kDtype>
 MLAKV_HD std::uint32_t e2m1_quad_by_compare(const std::uint32_t* pairs, const E2m1Thresholds<kDtype>& thr) {
-  using Ops = PairOps<kDtype>;
-  using Vec = typename Ops::Vec;
+  using Vec = typename PairOps<kDtype>::Vec;
   std::uint32_t counts[4];
   MLAKV_UNROLL
-  for (int i = 0; i < 4; ++i) {
-    const Vec a = __habs2(vec_from_bits<Vec>(pairs[i]));
-    Vec count = vec_from_bits<Vec>(Ops::kCountBase);
-    // Ties go to the even code: strict where the code below is even, not where it is odd.
-    count = __hadd2(count, __hgt2(a, thr.t[0]));
-    count = __hadd2(count, __hge2(a, thr.t[1]));
-    count = __hadd2(count, __hgt2(a, thr.t[2]));
-    count = __hadd2(count, __hge2(a, thr.t[3]));
-    count = __hadd2(count, __hgt2(a, thr.t[4]));
-    count = __hadd2(count, __hge2(a, thr.t[5]));
-    count = __hadd2(count, __hgt2(a, thr.t[6]));
-    counts[i] = bits_of(count);
-  }
+  for (int i = 0; i < 4; ++i) counts[i] = count_decision_points<kDtype>(__habs2(vec_from_bits<Vec>(pairs[i])), thr);
   // Codes 0..3 (4..7), a byte each: magnitude, and bit 3 from the sign.
   const std::uint32_t x01 = even_bytes(counts[0], counts[1]) | (sign_bytes(pairs[0], pairs[1]) & 0x08080808u);
   const std::uint32_t x23 = even_bytes(counts[2], counts[3]) | (sign_bytes(pairs[2], pairs[3]) & 0x08080808u);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -121,6 +122,19 @@ TEST(cuda_e2m1, nan_free_quads_equal_the_static_and_boosted_recipes_for_every_in
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }
 
+// Runs a mismatch-counting kernel(mismatches, example) on `grid` and expects
+// no mismatch; `describe` turns the first example word into words.
+template <class Kernel, class Describe>
+void expect_no_mismatches(Kernel kernel, dim3 grid, const char* name, Describe describe) {
+  DeviceBuffer mismatches(sizeof(unsigned long long)), example(sizeof(std::uint32_t));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  cudaMemset(example.get(), 0, example.bytes());
+  kernel<<<grid, 256>>>(mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
+      << name << ": e.g. " << describe(example.download<std::uint32_t>()[0]);
+}
+
 // The pts record's two-level recipe E2M1(RN(RN(x / st) / s)) by thresholds,
 // with the device instructions: every finite nonzero token amax a (st =
 // a / 2688), every nonzero E4M3 scale s, every non-NaN x with |x| <= a.
@@ -156,20 +170,14 @@ __global__ void count_two_level_mismatches(unsigned long long* mismatches, std::
 TEST(cuda_e2m1, two_level_quads_equal_the_pts_recipe_for_every_token_amax_scale_and_input) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  const dim3 grid(0x7FFE, 0x7E);
-  const auto run = [&](auto kernel, const char* name) {
-    DeviceBuffer mismatches(sizeof(unsigned long long)), example(sizeof(std::uint32_t));
-    cudaMemset(mismatches.get(), 0, mismatches.bytes());
-    cudaMemset(example.get(), 0, example.bytes());
-    kernel<<<grid, 256>>>(mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::uint32_t e = example.download<std::uint32_t>()[0];
-    EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
-        << name << ": e.g. token amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", inputs from 0x"
-        << (e & 0xFFFF);
+  const auto describe = [](std::uint32_t e) {
+    std::ostringstream text;
+    text << "token amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", inputs from 0x" << (e & 0xFFFF);
+    return text.str();
   };
-  run(count_two_level_mismatches<InputDtype::kBf16>, "bf16");
-  run(count_two_level_mismatches<InputDtype::kFp16>, "fp16");
+  const dim3 grid(0x7FFE, 0x7E);
+  expect_no_mismatches(count_two_level_mismatches<InputDtype::kBf16>, grid, "bf16", describe);
+  expect_no_mismatches(count_two_level_mismatches<InputDtype::kFp16>, grid, "fp16", describe);
 }
 
 // The paired amax (half-precision max on the device) against the scalar fold,
@@ -229,21 +237,16 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches, std::ui
 TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_domain) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  const dim3 grid(16, 0x8000);  // x in the grid-stride loop, every non-negative amax pattern in y
-  const auto run = [&](auto kernel, const char* name) {
-    DeviceBuffer mismatches(sizeof(unsigned long long)), example(sizeof(std::uint32_t));
-    cudaMemset(mismatches.get(), 0, mismatches.bytes());
-    cudaMemset(example.get(), 0, example.bytes());
-    kernel<<<grid, 256>>>(mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::uint32_t e = example.download<std::uint32_t>()[0];
-    EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
-        << name << ": e.g. amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", x bits 0x" << (e & 0xFFFF);
+  const auto describe = [](std::uint32_t e) {
+    std::ostringstream text;
+    text << "amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", x bits 0x" << (e & 0xFFFF);
+    return text.str();
   };
-  run(count_divisor_mismatches<InputDtype::kBf16, true>, "bf16 tile scale");
-  run(count_divisor_mismatches<InputDtype::kBf16, false>, "bf16 rope scale");
-  run(count_divisor_mismatches<InputDtype::kFp16, true>, "fp16 tile scale");
-  run(count_divisor_mismatches<InputDtype::kFp16, false>, "fp16 rope scale");
+  const dim3 grid(16, 0x8000);  // x in the grid-stride loop, every non-negative amax pattern in y
+  expect_no_mismatches(count_divisor_mismatches<InputDtype::kBf16, true>, grid, "bf16 tile scale", describe);
+  expect_no_mismatches(count_divisor_mismatches<InputDtype::kBf16, false>, grid, "bf16 rope scale", describe);
+  expect_no_mismatches(count_divisor_mismatches<InputDtype::kFp16, true>, grid, "fp16 tile scale", describe);
+  expect_no_mismatches(count_divisor_mismatches<InputDtype::kFp16, false>, grid, "fp16 rope scale", describe);
 }
 
 // decode_latent_group_bf16 on the GPU (bf16 byte permutes and bf16x2
