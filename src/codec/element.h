@@ -86,6 +86,25 @@ MLAKV_HD void with_divisor(float d, Fn&& fn) {
   fn([d](float x) { return div_rn(x, d); });
 }
 
+/// Divides many values by one caller-given scale d: fn(divide) runs with a
+/// divide(x) that is x / d, except that the GPU multiplies by 1/d when d is a
+/// power of two whose reciprocal is a normal f32. x / 2^k and x * 2^-k are the
+/// same real number rounded once, so the two agree for every x (subnormal,
+/// infinite and NaN results included); any other d is divided.
+template <class Fn>
+MLAKV_HD void with_scale_divisor(float d, Fn&& fn) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t bits;
+  memcpy(&bits, &d, sizeof(bits));
+  if ((bits & 0x807FFFFFu) == 0 && bits >= 0x00800000u && bits <= 0x7E800000u) {  // 2^-126 <= d <= 2^126
+    const float r = 1.0f / d;                                                     // exact
+    fn([r](float x) { return x * r; });
+    return;
+  }
+#endif
+  fn([d](float x) { return div_rn(x, d); });
+}
+
 /// Stores n bytes to a destination aligned to n (n = 2, 4, 8 or 16) as one access on the GPU.
 template <int kBytes>
 MLAKV_HD void store_aligned(std::uint8_t* dst, const std::uint8_t* src) {

@@ -19,16 +19,16 @@ struct CodecFp8E4m3 {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams& params,
                                    std::uint8_t* record) {
-    std::uint8_t codes[kLatentPerLane];
-    MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; ++i)
-      codes[i] = encode_e4m3(div_rn(load_input<kDtype>(in.kv_c[i]), params.k_scale));
-    store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, codes);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) {
-      record[Spec::kRope.offset + lane * kRopePerLane + i] =
-          encode_e4m3(div_rn(load_input<kDtype>(in.k_pe[i]), params.k_scale));
-    }
+    with_scale_divisor(params.k_scale, [&](auto divide) {
+      std::uint8_t codes[kLatentPerLane];
+      MLAKV_UNROLL
+      for (int i = 0; i < kLatentPerLane; ++i) codes[i] = encode_e4m3(divide(load_input<kDtype>(in.kv_c[i])));
+      store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, codes);
+      MLAKV_UNROLL
+      for (int i = 0; i < kRopePerLane; ++i) {
+        record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_e4m3(divide(load_input<kDtype>(in.k_pe[i])));
+      }
+    });
   }
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams& params, float* kv_c,

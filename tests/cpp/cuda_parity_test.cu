@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "codec/element.h"
@@ -327,7 +328,8 @@ void expect_write_parity(Format format, DType dtype, const std::vector<std::int6
   cache_view.strides[1] = stride_slot;
   std::vector<std::int64_t> slot_copy = slots;
   TensorView slot_view = mlakv::make_view(slot_copy.data(), DType::kInt64, {tokens});
-  float k_scale = 0.0625f;
+  // fp8_e4m3 divides by k_scale: a power of two (multiplied by its reciprocal on the GPU) or not.
+  float k_scale = seed % 2 == 1 ? 0.0625f : 0.3f;
   TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
 
   // The host cache must be 16-byte aligned for the CPU writer too.
@@ -436,8 +438,16 @@ TEST(cuda_writer_grid, token_counts_at_grid_limits_match_cpu) {
 TEST(cuda_writer_exhaustive, every_16_bit_input_matches_cpu) {
   MLAKV_REQUIRE_GPU();
   for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
-    for (const Format f : {Format::kFp8E4m3, Format::kFp8DsMla, Format::kNvfp4DsMlaFp8Rope,
-                           Format::kNvfp4DsMlaFp8RopePts, Format::kNvfp4Fp8DsMla}) {
+    // fp8_e4m3 under several k_scales: powers of two (a product on the GPU, down to 2^-126) and not.
+    const std::pair<Format, float> cases[] = {{Format::kFp8E4m3, 1.0f},
+                                              {Format::kFp8E4m3, 0x1p-126f},
+                                              {Format::kFp8E4m3, 0x1p20f},
+                                              {Format::kFp8E4m3, 0.3f},
+                                              {Format::kFp8DsMla, 1.0f},
+                                              {Format::kNvfp4DsMlaFp8Rope, 1.0f},
+                                              {Format::kNvfp4DsMlaFp8RopePts, 1.0f},
+                                              {Format::kNvfp4Fp8DsMla, 1.0f}};
+    for (const auto& [f, case_scale] : cases) {
       const std::int64_t tokens = (65536 + 575) / 576;
       const mlakv::FormatInfo& info = mlakv::format_info(f);
       std::vector<std::uint16_t> kv_c(tokens * 512), k_pe(tokens * 64);
@@ -447,7 +457,7 @@ TEST(cuda_writer_exhaustive, every_16_bit_input_matches_cpu) {
       }
       auto slots = iota_slots(tokens);
       std::vector<std::uint8_t> host(tokens * info.record_bytes);
-      float k_scale = 1.0f;
+      float k_scale = case_scale;
       TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
       TensorView kv_view = mlakv::make_view(kv_c.data(), dtype, {tokens, 512});
       TensorView pe_view = mlakv::make_view(k_pe.data(), dtype, {tokens, 64});
@@ -459,7 +469,7 @@ TEST(cuda_writer_exhaustive, every_16_bit_input_matches_cpu) {
                            on_device(slot_view, d_slots), &scale);
       MLAKV_CUDA_OK(cudaDeviceSynchronize());
       EXPECT_EQ(first_difference(d_cache.download<std::uint8_t>(), host, info.record_bytes), "")
-          << info.id << " " << mlakv::dtype_name(dtype);
+          << info.id << " " << mlakv::dtype_name(dtype) << " k_scale " << k_scale;
     }
   }
 }
