@@ -46,9 +46,11 @@ __device__ __forceinline__ void load_lane(const std::uint8_t* kv_c_row, const st
 // shortens a decode step's single-token launch (bf16: 1.31x -> 1.20x the
 // copy's time). The others write scattered bytes and scale fields, which cost
 // more as global stores than the staging (measured on the H200: the 432-byte
-// writer 0.81 -> 0.74 of the copy). (A persistent grid whose warps load the
-// next token while encoding one measured slower for every format: bf16 0.96
-// -> 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens.)
+// writer 0.81 -> 0.74 of the copy); in small launches, storing them in place
+// too measured mixed, within the runs' spread (368 at 1 token 1.67x -> 1.59x,
+// at 8 tokens 1.68x -> 1.75x). (A persistent grid whose warps load the next
+// token while encoding one measured slower for every format: bf16 0.96 ->
+// 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens.)
 template <class Codec>
 constexpr bool kStoreInPlace = requires {
   Codec::kElementDtype;
