@@ -134,6 +134,12 @@ MLAKV_HD std::uint8_t encode_e4m3(float x) {
   return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 
+/// encode_e4m3 of two values, `lo` in the low byte: one conversion instruction
+/// for both on the GPU (CUDA's paired form of the same conversion).
+MLAKV_HD std::uint16_t encode_e4m3x2(float lo, float hi) {
+  return static_cast<std::uint16_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+}
+
 MLAKV_HD float decode_e4m3(std::uint8_t code) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3))); }
 
 /// E2M1 by comparing |x| with the round-to-nearest-even decision points of

@@ -20,14 +20,17 @@ struct CodecFp8E4m3 {
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams& params,
                                    std::uint8_t* record) {
     with_scale_divisor(params.k_scale, [&](auto divide) {
-      std::uint8_t codes[kLatentPerLane];
+      const auto pair = [&](const std::uint16_t* bits) {
+        return encode_e4m3x2(divide(load_input<kDtype>(bits[0])), divide(load_input<kDtype>(bits[1])));
+      };
+      std::uint16_t codes[kLatentPerLane / 2];
       MLAKV_UNROLL
-      for (int i = 0; i < kLatentPerLane; ++i) codes[i] = encode_e4m3(divide(load_input<kDtype>(in.kv_c[i])));
-      store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, codes);
-      MLAKV_UNROLL
-      for (int i = 0; i < kRopePerLane; ++i) {
-        record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_e4m3(divide(load_input<kDtype>(in.k_pe[i])));
-      }
+      for (int i = 0; i < kLatentPerLane / 2; ++i) codes[i] = pair(in.kv_c + 2 * i);
+      store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane,
+                                    reinterpret_cast<const std::uint8_t*>(codes));
+      static_assert(kRopePerLane == 2, "a lane's RoPE codes are one pair");
+      const std::uint16_t rope = pair(in.k_pe);
+      store_aligned<2>(record + Spec::kRope.offset + lane * kRopePerLane, reinterpret_cast<const std::uint8_t*>(&rope));
     });
   }
 

@@ -210,8 +210,17 @@ MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::
   std::uint8_t out[kN] = {};
   if (rs != 0.0f) {
     with_divisor(rs, [&](auto divide) {
-      MLAKV_UNROLL
-      for (int i = 0; i < kN; ++i) out[i] = encode_e4m3(divide(load_input<kDtype>(bits[i])));
+      if constexpr (kN % 2 == 0) {
+        MLAKV_UNROLL
+        for (int i = 0; i < kN; i += 2) {
+          const std::uint16_t two =
+              encode_e4m3x2(divide(load_input<kDtype>(bits[i])), divide(load_input<kDtype>(bits[i + 1])));
+          memcpy(out + i, &two, sizeof(two));
+        }
+      } else {
+        MLAKV_UNROLL
+        for (int i = 0; i < kN; ++i) out[i] = encode_e4m3(divide(load_input<kDtype>(bits[i])));
+      }
     });
   }
   store_aligned<kN>(codes, out);
