@@ -64,6 +64,13 @@ MLAKV_HD float min_ignoring_nan(float a, float b) {
 
 MLAKV_HD float fold_amax(float amax, float x) { return max_ignoring_nan(amax, fabsf(x)); }
 
+/// x / d from r = RN(1/d): the product x * r corrected by one FMA residual
+/// step (Markstein). Where it equals the division is proven per use.
+MLAKV_HD float quotient_by_reciprocal(float x, float d, float r) {
+  const float q = x * r;
+  return fmaf(fmaf(-q, d, x), r, q);
+}
+
 /// Divides many values by one positive divisor d: fn(divide) runs with a
 /// divide(x) that the CPU computes as x / d and the GPU as a product with
 /// r = RN(1/d) corrected by one FMA residual step (Markstein), which gives the
@@ -76,10 +83,7 @@ MLAKV_HD void with_divisor(float d, Fn&& fn) {
 #if defined(__CUDA_ARCH__)
   if (d >= 0x1p-64f && d < INFINITY) {
     const float r = div_rn(1.0f, d);
-    fn([d, r](float x) {
-      const float q = x * r;
-      return copysignf(fmaf(fmaf(-q, d, x), r, q), x);
-    });
+    fn([d, r](float x) { return copysignf(quotient_by_reciprocal(x, d, r), x); });
     return;
   }
 #endif

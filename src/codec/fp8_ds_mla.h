@@ -27,16 +27,9 @@ struct CodecFp8DsMla {
   MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
     const float ts = tile_scale(amax.latent);
-    std::uint16_t codes[kLatentPerLane / 2];
-    with_divisor(ts, [&](auto divide) {
-      MLAKV_UNROLL
-      for (int i = 0; i < kLatentPerLane / 2; ++i) {
-        codes[i] =
-            encode_e4m3x2(divide(load_input<kDtype>(in.kv_c[2 * i])), divide(load_input<kDtype>(in.kv_c[2 * i + 1])));
-      }
-    });
-    store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane,
-                                  reinterpret_cast<const std::uint8_t*>(codes));
+    std::uint8_t codes[kLatentPerLane];
+    with_divisor(ts, [&](auto divide) { encode_e4m3_quotients<kDtype, kLatentPerLane>(in.kv_c, divide, codes); });
+    store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, codes);
     if (lane % kLatentAmaxLanes == 0) {
       store_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)), ts);
     }

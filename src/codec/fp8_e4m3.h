@@ -19,19 +19,14 @@ struct CodecFp8E4m3 {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams& params,
                                    std::uint8_t* record) {
+    std::uint8_t latent[kLatentPerLane];
+    std::uint8_t rope[kRopePerLane];
     with_scale_divisor(params.k_scale, [&](auto divide) {
-      const auto pair = [&](const std::uint16_t* bits) {
-        return encode_e4m3x2(divide(load_input<kDtype>(bits[0])), divide(load_input<kDtype>(bits[1])));
-      };
-      std::uint16_t codes[kLatentPerLane / 2];
-      MLAKV_UNROLL
-      for (int i = 0; i < kLatentPerLane / 2; ++i) codes[i] = pair(in.kv_c + 2 * i);
-      store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane,
-                                    reinterpret_cast<const std::uint8_t*>(codes));
-      static_assert(kRopePerLane == 2, "a lane's RoPE codes are one pair");
-      const std::uint16_t rope = pair(in.k_pe);
-      store_aligned<2>(record + Spec::kRope.offset + lane * kRopePerLane, reinterpret_cast<const std::uint8_t*>(&rope));
+      encode_e4m3_quotients<kDtype, kLatentPerLane>(in.kv_c, divide, latent);
+      encode_e4m3_quotients<kDtype, kRopePerLane>(in.k_pe, divide, rope);
     });
+    store_aligned<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, latent);
+    store_aligned<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rope);
   }
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams& params, float* kv_c,

@@ -110,9 +110,7 @@ MLAKV_HD const std::uint8_t* group_codes(const std::uint8_t* record, int g) {
 /// correctly rounded quotient for every 16-bit amax (a CPU test checks all of
 /// them against the division), in a third of the division's instructions.
 MLAKV_HD float divide_amax_by_e2m1_max(float amax) {
-  constexpr float kInv = 1.0f / kE2m1Max;
-  const float q = amax * kInv;
-  return amax < INFINITY ? fmaf(fmaf(-q, kE2m1Max, amax), kInv, q) : amax;
+  return amax < INFINITY ? quotient_by_reciprocal(amax, kE2m1Max, 1.0f / kE2m1Max) : amax;
 }
 
 /// Group g of the static NVFP4 latent (the 432 and 368 records). The CPU
@@ -127,13 +125,10 @@ MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::
   const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax));
   record[Nvfp4Latent::kGroupScales.offset + g] = sbyte;
   const float s = decode_e4m3(sbyte);
-  if (s == 0.0f) {
-    const std::uint8_t zeros[kNvfp4GroupSize / 2] = {};
-    store_aligned<kNvfp4GroupSize / 2>(group_codes(record, g), zeros);
-  } else if (nan_free) {
+  if (nan_free && s != 0.0f) {
     encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>(s), group_codes(record, g));
   } else {
-    encode_e2m1_group_by_compare<kDtype>(bits, s, group_codes(record, g));
+    encode_e2m1_group_by_compare<kDtype>(bits, s, group_codes(record, g));  // all zeros for s == 0
   }
 #else
   float x[kNvfp4GroupSize];
@@ -209,19 +204,7 @@ template <InputDtype kDtype, int kN>
 MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::uint8_t* codes) {
   std::uint8_t out[kN] = {};
   if (rs != 0.0f) {
-    with_divisor(rs, [&](auto divide) {
-      if constexpr (kN % 2 == 0) {
-        MLAKV_UNROLL
-        for (int i = 0; i < kN; i += 2) {
-          const std::uint16_t two =
-              encode_e4m3x2(divide(load_input<kDtype>(bits[i])), divide(load_input<kDtype>(bits[i + 1])));
-          memcpy(out + i, &two, sizeof(two));
-        }
-      } else {
-        MLAKV_UNROLL
-        for (int i = 0; i < kN; ++i) out[i] = encode_e4m3(divide(load_input<kDtype>(bits[i])));
-      }
-    });
+    with_divisor(rs, [&](auto divide) { encode_e4m3_quotients<kDtype, kN>(bits, divide, out); });
   }
   store_aligned<kN>(codes, out);
 }

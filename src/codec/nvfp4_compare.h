@@ -39,29 +39,12 @@ struct E2m1Thresholds {
   /// s == 0. RN(x * inv_s) does not decrease as x grows, so the code is again
   /// the number of thresholds |x| passes; each lies next to c = s * T (exact in
   /// x's type: at most 7 significant bits), on the side the rounded product
-  /// RN(c * inv_s) tells: the last input whose product stays <= T (even k) or
-  /// the first whose product reaches T (odd k). The neighbours of c are a whole
-  /// step of x's type (>= 2^-11 relative) away, far beyond the product's 2^-23.
-  /// With inv_s == 0 every product is 0 and no threshold is ever passed.
+  /// RN(c * inv_s) tells (next_to). The neighbours of c are a whole step of x's
+  /// type (>= 2^-11 relative) away, far beyond the product's 2^-23. With
+  /// inv_s == 0 every product is 0 and no threshold is ever passed.
   MLAKV_HD static E2m1Thresholds for_product(float s, float inv_s) {
-    E2m1Thresholds thr(0.0f);
-    MLAKV_UNROLL
-    for (int k = 0; k < 7; ++k) {
-      std::uint32_t bits = PairOps<kDtype>::kInf & 0xFFFFu;
-      if (inv_s != 0.0f) {
-        const float point = e2m1_decision_point(k);
-        const float c = s * point;
-        const float product = c * inv_s;
-        bits = bits_of(PairOps<kDtype>::splat(c)) & 0xFFFFu;
-        if (k % 2 == 0) {
-          if (product > point) bits -= 1;  // c already passes: the input below is the last that does not
-        } else {
-          if (product < point) bits += 1;  // c does not reach T yet: the input above does
-        }
-      }
-      thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(bits | (bits << 16));
-    }
-    return thr;
+    if (inv_s == 0.0f) return at_bits(PairOps<kDtype>::kInf);
+    return next_to([s](float point) { return s * point; }, [inv_s](float x) { return x * inv_s; });
   }
 
   /// The two-level recipe of the pts record, E2M1(RN(RN(x / st) / s)) with
@@ -70,35 +53,52 @@ struct E2m1Thresholds {
   /// boundary T * s * st lies about half a step of x's type or more (>= 2^-12
   /// relative) from every input of the type but c, the input nearest to it;
   /// so only c can fall on either side, and the recipe evaluated at c tells
-  /// which.
+  /// which (next_to).
   /// On the GPU the two divisions are products with the divisors' rounded
   /// reciprocals, each corrected by one FMA residual step (Markstein); the
   /// exhaustive test of the resulting codes covers them too.
   MLAKV_HD static E2m1Thresholds for_two_level(float st, float s) {
-    E2m1Thresholds thr(0.0f);
 #if defined(__CUDA_ARCH__)
     const bool residual = st >= 0x1p-64f;  // below, a residual that matters could underflow
     const float r_st = residual ? div_rn(1.0f, st) : 0.0f;
     const float r_s = div_rn(1.0f, s);
     const auto recipe = [&](float x) {
       if (!residual) return div_rn(div_rn(x, st), s);
-      const float q = x * r_st;
-      const float y = fmaf(fmaf(-q, st, x), r_st, q);
-      const float p = y * r_s;
-      return fmaf(fmaf(-p, s, y), r_s, p);
+      return quotient_by_reciprocal(quotient_by_reciprocal(x, st, r_st), s, r_s);
     };
 #else
     const auto recipe = [&](float x) { return div_rn(div_rn(x, st), s); };
 #endif
+    return next_to([s, st](float point) { return s * point * st; }, recipe);
+  }
+
+ private:
+  E2m1Thresholds() = default;
+
+  /// Every threshold the same pair of bit patterns.
+  MLAKV_HD static E2m1Thresholds at_bits(std::uint32_t pair) {
+    E2m1Thresholds thr;
+    MLAKV_UNROLL
+    for (int k = 0; k < 7; ++k) thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(pair);
+    return thr;
+  }
+
+  /// Thresholds of a recipe whose value never decreases as x grows, each the
+  /// input c = candidate(T) of x's type or its neighbour, as recipe(c) tells:
+  /// the last input whose value stays <= T (even k) or the first whose value
+  /// reaches T (odd k).
+  template <class Candidate, class Recipe>
+  MLAKV_HD static E2m1Thresholds next_to(Candidate candidate, Recipe recipe) {
+    E2m1Thresholds thr;
     MLAKV_UNROLL
     for (int k = 0; k < 7; ++k) {
       const float point = e2m1_decision_point(k);
-      std::uint32_t bits = bits_of(PairOps<kDtype>::splat(s * point * st)) & 0xFFFFu;
+      std::uint32_t bits = bits_of(PairOps<kDtype>::splat(candidate(point))) & 0xFFFFu;
       const float at_c = recipe(load_input<kDtype>(static_cast<std::uint16_t>(bits)));
       if (k % 2 == 0) {
-        if (at_c > point) bits -= 1;  // c already passes (never c == 0: the recipe maps 0 to 0)
+        if (at_c > point) bits -= 1;  // c already passes: the input below is the last that does not
       } else {
-        if (at_c < point) bits += 1;
+        if (at_c < point) bits += 1;  // c does not reach T yet: the input above does
       }
       thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(bits | (bits << 16));
     }

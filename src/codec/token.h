@@ -62,6 +62,18 @@ MLAKV_HD void load_inputs(const std::uint16_t* bits, float* out) {
   for (int i = 0; i < kN; ++i) out[i] = load_input<kDtype>(bits[i]);
 }
 
+/// E4M3 codes of kN inputs, each divided by `divide` first, converted two at a time.
+template <InputDtype kDtype, int kN, class Divide>
+MLAKV_HD void encode_e4m3_quotients(const std::uint16_t* bits, Divide divide, std::uint8_t* codes) {
+  MLAKV_UNROLL
+  for (int i = 0; i + 1 < kN; i += 2) {
+    const std::uint16_t two =
+        encode_e4m3x2(divide(load_input<kDtype>(bits[i])), divide(load_input<kDtype>(bits[i + 1])));
+    memcpy(codes + i, &two, sizeof(two));
+  }
+  if constexpr (kN % 2 == 1) codes[kN - 1] = encode_e4m3(divide(load_input<kDtype>(bits[kN - 1])));
+}
+
 template <InputDtype kDtype, int kN>
 MLAKV_HD float amax_of(const std::uint16_t* bits) {
 #if defined(__CUDA_ARCH__)
