@@ -18,6 +18,7 @@
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "cuda_support.h"
+#include "e2m1_quads.h"
 #include "test_support.h"
 
 namespace {
@@ -93,20 +94,11 @@ __global__ void count_quad_mismatches(unsigned long long* mismatches) {
   const E2m1Thresholds<kDtype> thr =
       kBoosted ? E2m1Thresholds<kDtype>::for_product(s, inv_s) : E2m1Thresholds<kDtype>(s);
   const std::uint32_t first = 8 * (blockIdx.x * blockDim.x + threadIdx.x);
-  std::uint32_t inputs[8];
-  for (std::uint32_t i = 0; i < 8; ++i) {
-    const float v = load_input<kDtype>(static_cast<std::uint16_t>(first + i));
-    const bool zero = v != v || s == 0.0f;  // NaN stands in as a signed zero; s == 0 meets only zeros
-    inputs[i] = zero ? (first + i) & 0x8000u : first + i;
-  }
-  std::uint32_t pairs[4];
-  for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
-  std::uint32_t want = 0;
-  for (int i = 0; i < 8; ++i) {
-    const float x = load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
-    want |= static_cast<std::uint32_t>(encode_e2m1_cuda(kBoosted ? x * inv_s : div_rn(x, s))) << (4 * i);
-  }
-  if (e2m1_quad_by_compare<kDtype>(pairs, thr) != want) atomicAdd(mismatches, 1ull);
+  // NaN stands in as a signed zero; s == 0 (an all-zero group) meets only zeros.
+  const auto meets = [s](float v) { return v == v && s != 0.0f; };
+  const auto recipe = [s, inv_s](float x) { return kBoosted ? x * inv_s : div_rn(x, s); };
+  const mlakv::test::QuadCodes codes = mlakv::test::quad_codes<kDtype>(first, thr, meets, recipe);
+  if (codes.got != codes.want) atomicAdd(mismatches, 1ull);
 }
 
 TEST(cuda_e2m1, nan_free_quads_equal_the_static_and_boosted_recipes_for_every_input_and_scale) {
@@ -148,22 +140,11 @@ __global__ void count_two_level_mismatches(unsigned long long* mismatches, std::
   const float s = decode_e4m3(static_cast<std::uint8_t>(blockIdx.y + 1));
   const auto thr = E2m1Thresholds<kDtype>::for_two_level(st, s);
   unsigned long long bad = 0;
+  const auto meets = [a](float v) { return v == v && fabsf(v) <= a; };
+  const auto recipe = [st, s](float x) { return div_rn(div_rn(x, st), s); };
   for (std::uint32_t first = 8 * threadIdx.x; first < 0x10000u; first += 8 * blockDim.x) {
-    std::uint32_t inputs[8];
-    for (std::uint32_t i = 0; i < 8; ++i) {
-      const float v = load_input<kDtype>(static_cast<std::uint16_t>(first + i));
-      inputs[i] = v != v || fabsf(v) > a ? (first + i) & 0x8000u : first + i;
-    }
-    std::uint32_t pairs[4];
-    for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
-    std::uint32_t want = 0;
-    for (int i = 0; i < 8; ++i) {
-      const float x = load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
-      want |= static_cast<std::uint32_t>(encode_e2m1_cuda(div_rn(div_rn(x, st), s))) << (4 * i);
-    }
-    if (e2m1_quad_by_compare<kDtype>(pairs, thr) != want && bad++ == 0) {
-      atomicCAS(example, 0u, ((blockIdx.x + 1) << 16) | first | 0x80000000u);
-    }
+    const mlakv::test::QuadCodes codes = mlakv::test::quad_codes<kDtype>(first, thr, meets, recipe);
+    if (codes.got != codes.want && bad++ == 0) atomicCAS(example, 0u, ((blockIdx.x + 1) << 16) | first | 0x80000000u);
   }
   if (bad) atomicAdd(mismatches, bad);
 }

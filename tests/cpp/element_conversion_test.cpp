@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "codec/element.h"
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
+#include "e2m1_quads.h"
 #include "test_support.h"
 
 namespace {
@@ -157,42 +159,40 @@ TEST(element_conversion, division_free_e2m1_codes_equal_the_recipe_for_every_fp1
 // scale byte of a recipe: the static one, E2M1(x / s) for s != 0, and the
 // boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64 (or 0, met
 // only by signed zeros).
+// quad_codes over every 16-bit pattern, eight at a time; reports up to five
+// mismatches and returns how many there were.
+template <InputDtype kDtype, class Meets, class Recipe>
+int quad_mismatches(const mlakv::codec::E2m1Thresholds<kDtype>& thr, Meets meets, Recipe recipe,
+                    const std::string& context) {
+  int bad = 0;
+  for (std::uint32_t first = 0; first <= 0xFFFF; first += 8) {
+    const mlakv::test::QuadCodes codes = mlakv::test::quad_codes<kDtype>(first, thr, meets, recipe);
+    if (codes.got != codes.want && bad++ < 5) {
+      ADD_FAILURE() << context << ", inputs from 0x" << std::hex << first << ": got 0x" << codes.got << ", want 0x"
+                    << codes.want;
+    }
+  }
+  return bad;
+}
+
 enum class Recipe { kStatic, kBoosted };
 
 template <InputDtype kDtype, Recipe kRecipe>
 void expect_nan_free_quads_equal_the_recipe() {
   using mlakv::codec::E2m1Thresholds;
   int bad = 0;
-  const auto is_nan = [](std::uint32_t b) {
-    const float v = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(b));
-    return v != v;
-  };
   for (unsigned scode = kRecipe == Recipe::kStatic ? 1 : 0; scode < 0x7F; ++scode) {
     float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
     if (kRecipe == Recipe::kBoosted) s *= mlakv::codec::kNvfp4Fp8ScaleUnboost;
     const float inv_s = s > 0.0f ? 1.0f / s : 0.0f;
     const E2m1Thresholds<kDtype> thr =
         kRecipe == Recipe::kStatic ? E2m1Thresholds<kDtype>(s) : E2m1Thresholds<kDtype>::for_product(s, inv_s);
-    for (std::uint32_t first = 0; first <= 0xFFFF; first += 8) {
-      std::uint32_t inputs[8];
-      // s == 0 comes from an all-zero group: only signed zeros meet it.
-      for (std::uint32_t i = 0; i < 8; ++i) {
-        inputs[i] = is_nan(first + i) || s == 0.0f ? (first + i) & 0x8000u : first + i;
-      }
-      std::uint32_t pairs[4];
-      for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
-      const std::uint32_t got = mlakv::codec::e2m1_quad_by_compare<kDtype>(pairs, thr);
-      std::uint32_t want = 0;
-      for (int i = 0; i < 8; ++i) {
-        const float x = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
-        const float y = kRecipe == Recipe::kStatic ? mlakv::codec::div_rn(x, s) : x * inv_s;
-        want |= static_cast<std::uint32_t>(mlakv::codec::encode_e2m1_cuda(y)) << (4 * i);
-      }
-      if (got != want && bad++ < 5) {
-        ADD_FAILURE() << "s = " << s << ", inputs from 0x" << std::hex << first << ": got 0x" << got << ", want 0x"
-                      << want;
-      }
-    }
+    // s == 0 comes from an all-zero group: only signed zeros meet it.
+    const auto meets = [s](float v) { return v == v && s != 0.0f; };
+    const auto recipe = [s, inv_s](float x) {
+      return kRecipe == Recipe::kStatic ? mlakv::codec::div_rn(x, s) : x * inv_s;
+    };
+    bad += quad_mismatches<kDtype>(thr, meets, recipe, "s = " + std::to_string(s));
   }
   EXPECT_EQ(bad, 0);
 }
@@ -229,27 +229,10 @@ void expect_two_level_quads_equal_the_recipe() {
     if (st == 0.0f) continue;
     for (unsigned scode = 1; scode < 0x7F; ++scode) {
       const float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
-      const auto thr = E2m1Thresholds<kDtype>::for_two_level(st, s);
-      for (std::uint32_t first = 0; first <= 0xFFFF; first += 8) {
-        std::uint32_t inputs[8];
-        for (std::uint32_t i = 0; i < 8; ++i) {
-          const float v = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(first + i));
-          inputs[i] = v != v || std::fabs(v) > a ? (first + i) & 0x8000u : first + i;
-        }
-        std::uint32_t pairs[4];
-        for (int i = 0; i < 4; ++i) pairs[i] = inputs[2 * i] | (inputs[2 * i + 1] << 16);
-        std::uint32_t want = 0;
-        for (int i = 0; i < 8; ++i) {
-          const float x = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(inputs[i]));
-          const float y = mlakv::codec::div_rn(mlakv::codec::div_rn(x, st), s);
-          want |= static_cast<std::uint32_t>(mlakv::codec::encode_e2m1_cuda(y)) << (4 * i);
-        }
-        const std::uint32_t got = mlakv::codec::e2m1_quad_by_compare<kDtype>(pairs, thr);
-        if (got != want && bad++ < 5) {
-          ADD_FAILURE() << "a = " << a << ", s = " << s << ", inputs from 0x" << std::hex << first << ": got 0x" << got
-                        << ", want 0x" << want;
-        }
-      }
+      const auto meets = [a](float v) { return v == v && std::fabs(v) <= a; };
+      const auto recipe = [st, s](float x) { return mlakv::codec::div_rn(mlakv::codec::div_rn(x, st), s); };
+      bad += quad_mismatches<kDtype>(E2m1Thresholds<kDtype>::for_two_level(st, s), meets, recipe,
+                                     "a = " + std::to_string(a) + ", s = " + std::to_string(s));
     }
   }
   EXPECT_EQ(bad, 0);
