@@ -11,6 +11,9 @@
 // Large runs: each timed launch is preceded by an L2 flush (a 512 MiB read)
 // and rotates over buffer sets; decode-regime runs (1..1024 tokens) replay a
 // CUDA graph of many launches over rotating buffer sets.
+// Rows of variant "pattern" ("pattern-graph" in the decode regime) time the
+// same loads and stores with the encoding taken out (pattern_copy.cuh): the
+// most a kernel of that structure and access pattern could reach.
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +28,7 @@
 
 #include "codec/codecs.h"
 #include "mlakv/mlakv.h"
+#include "pattern_copy.cuh"
 
 namespace {
 
@@ -274,6 +278,20 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
   report({"writer", std::string(info.id), random ? "random" : "contiguous", graph ? "graph" : "flushed", tokens, us,
           bytes / us / 1e3, copy, copy / us});
 
+  auto pattern = [&](int rep) {
+    const WriterSet& w = s[rep % sets];
+    const auto blocks = static_cast<unsigned>((tokens + mlakv_bench::kPatternWarpsPerBlock - 1) /
+                                              mlakv_bench::kPatternWarpsPerBlock);
+    mlakv_bench::with_record_bytes(static_cast<int>(info.record_bytes), [&](auto record_bytes) {
+      mlakv_bench::writer_pattern_kernel<decltype(record_bytes)::value>
+          <<<blocks, mlakv_bench::kPatternWarpsPerBlock * 32, 0, b.stream>>>(
+              w.kv_c->get(), w.k_pe->get(), w.slots->get<std::int64_t>(), w.cache->get(), tokens);
+    });
+  };
+  const double pattern_us = graph ? b.time_graph(pattern, 64) : b.time_launches(pattern);
+  report({"writer", std::string(info.id), random ? "random" : "contiguous", graph ? "pattern-graph" : "pattern",
+          tokens, pattern_us, bytes / pattern_us / 1e3, copy, copy / pattern_us});
+
   if (format == Format::kNvfp4DsMlaFp8Rope && !graph) {
     auto baseline = [&](int rep) {
       const WriterSet& w = s[rep % sets];
@@ -319,6 +337,20 @@ void bench_reader(Bench& b, Format format, std::int64_t tokens, bool random, int
   const double copy = b.copy_us(bytes, sets, false);
   report({"reader", std::string(info.id), random ? "random" : "contiguous", "flushed", tokens, us, bytes / us / 1e3,
           copy, copy / us});
+
+  auto pattern = [&](int rep) {
+    const int i = rep % sets;
+    const auto blocks = static_cast<unsigned>((tokens + 2 * mlakv_bench::kPatternWarpsPerBlock - 1) /
+                                              (2 * mlakv_bench::kPatternWarpsPerBlock));
+    mlakv_bench::with_record_bytes(static_cast<int>(info.record_bytes), [&](auto record_bytes) {
+      mlakv_bench::reader_pattern_kernel<decltype(record_bytes)::value>
+          <<<blocks, mlakv_bench::kPatternWarpsPerBlock * 32, 0, b.stream>>>(
+              s[i].cache->get(), s[i].slots->get<std::int64_t>(), outs[i]->get(), tokens);
+    });
+  };
+  const double pattern_us = b.time_launches(pattern);
+  report({"reader", std::string(info.id), random ? "random" : "contiguous", "pattern", tokens, pattern_us,
+          bytes / pattern_us / 1e3, copy, copy / pattern_us});
 }
 
 // Sparse MLA decode: R query rows x H heads attend to K random entries of a

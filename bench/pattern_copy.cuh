@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The writers' and readers' memory traffic with the encoding taken out: the
+// same loads and stores, at the same addresses, from the same one-warp-per-
+// token structure, but the record bytes are the input bytes copied. It shows
+// in the same run how near the access pattern itself (a slot load, scattered
+// records of 352-1152 bytes) can come to the contiguous copy, so a writer's
+// gap to the copy splits into what the pattern costs and what encoding costs.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+
+#include "cuda/warp.cuh"
+
+namespace mlakv_bench {
+
+using mlakv::cuda::kWarpSize;
+using mlakv::cuda::SmemRecord;
+using mlakv::cuda::warp_copy16;
+
+inline constexpr int kPatternWarpsPerBlock = 8;     // as the writers and readers
+inline constexpr int kInputBytes = (512 + 64) * 2;  // one token's bf16 latent and RoPE
+
+// As encode_records_kernel: lane l loads bytes [32l, 32l + 32) of the latent
+// and [4l, 4l + 4) of the RoPE, stages them, and the warp stores the first
+// kRecordBytes staged bytes to the slot's record with 16-byte stores.
+template <int kRecordBytes>
+__global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8_t* k_pe,
+                                      const std::int64_t* slots, std::uint8_t* cache, std::int64_t tokens) {
+  static_assert(kRecordBytes <= kInputBytes, "a record is never larger than its inputs");
+  __shared__ SmemRecord<kInputBytes> staged[kPatternWarpsPerBlock];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * kPatternWarpsPerBlock + warp;
+  if (token >= tokens) return;
+  const std::int64_t slot = __ldg(slots + token);
+  const auto* row = reinterpret_cast<const uint4*>(kv_c + token * 1024 + 32 * lane);
+  const uint4 a = __ldg(row);
+  const uint4 b = __ldg(row + 1);
+  const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe + token * 128 + 4 * lane));
+  if (slot < 0 || slot >= tokens) return;
+  std::uint8_t* s = staged[warp].bytes;
+  reinterpret_cast<uint4*>(s + 32 * lane)[0] = a;
+  reinterpret_cast<uint4*>(s + 32 * lane)[1] = b;
+  reinterpret_cast<unsigned*>(s + 1024)[lane] = r;
+  __syncwarp();
+  warp_copy16<kRecordBytes>(cache + slot * kRecordBytes, s, lane);
+}
+
+// As decode_records_kernel's staged bf16 path: two rows per warp, both
+// records loaded before either is stored; each 1,152-byte output row repeats
+// its record's bytes.
+template <int kRecordBytes>
+__global__ void reader_pattern_kernel(const std::uint8_t* cache, const std::int64_t* slots, std::uint8_t* out,
+                                      std::int64_t tokens) {
+  constexpr int kRows = 2;
+  constexpr int kChunks = kRecordBytes / 16;
+  constexpr int kChunksPerLane = (kChunks + kWarpSize - 1) / kWarpSize;
+  __shared__ SmemRecord<kRecordBytes> records[kPatternWarpsPerBlock][kRows];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * kPatternWarpsPerBlock + warp) * kRows;
+  if (first >= tokens) return;
+  uint4 chunks[kRows][kChunksPerLane];
+#pragma unroll
+  for (int k = 0; k < kRows; ++k) {
+    const std::int64_t slot = first + k < tokens ? __ldg(slots + first + k) : 0;
+    const auto* src = reinterpret_cast<const uint4*>(cache + slot * kRecordBytes);
+#pragma unroll
+    for (int j = 0; j < kChunksPerLane; ++j) {
+      const int c = lane + j * kWarpSize;
+      if (c < kChunks) chunks[k][j] = __ldg(src + c);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kRows; ++k) {
+#pragma unroll
+    for (int j = 0; j < kChunksPerLane; ++j) {
+      const int c = lane + j * kWarpSize;
+      if (c < kChunks) reinterpret_cast<uint4*>(records[warp][k].bytes)[c] = chunks[k][j];
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int k = 0; k < kRows; ++k) {
+    if (first + k >= tokens) break;
+    auto* dst = reinterpret_cast<uint4*>(out + (first + k) * kInputBytes);
+    const auto* src = reinterpret_cast<const uint4*>(records[warp][k].bytes);
+    for (int c = lane; c < kInputBytes / 16; c += kWarpSize) dst[c] = src[c % kChunks];
+  }
+}
+
+/// Calls fn with the record size as a compile-time constant (std::integral_constant).
+template <class Fn>
+void with_record_bytes(int record_bytes, Fn&& fn) {
+  switch (record_bytes) {
+    case 1152: return fn(std::integral_constant<int, 1152>{});
+    case 656: return fn(std::integral_constant<int, 656>{});
+    case 576: return fn(std::integral_constant<int, 576>{});
+    case 432: return fn(std::integral_constant<int, 432>{});
+    case 368: return fn(std::integral_constant<int, 368>{});
+    case 352: return fn(std::integral_constant<int, 352>{});
+    default: std::fprintf(stderr, "no pattern kernel for %d-byte records\n", record_bytes); std::exit(1);
+  }
+}
+
+}  // namespace mlakv_bench
