@@ -17,20 +17,19 @@
 namespace mlakv_bench {
 
 using mlakv::cuda::kWarpSize;
-using mlakv::cuda::SmemRecord;
-using mlakv::cuda::warp_copy16;
 
 inline constexpr int kPatternWarpsPerBlock = 8;     // as the writers and readers
 inline constexpr int kInputBytes = (512 + 64) * 2;  // one token's bf16 latent and RoPE
 
-// As encode_records_kernel: lane l loads bytes [32l, 32l + 32) of the latent
-// and [4l, 4l + 4) of the RoPE, stages them, and the warp stores the first
-// kRecordBytes staged bytes to the slot's record with 16-byte stores.
+// One warp per token, as encode_records_kernel: lane l loads bytes
+// [32l, 32l + 32) of the latent and [4l, 4l + 4) of the RoPE, and the warp
+// stores the record's 16-byte chunks straight from registers (chunk c from
+// lane c % 32), the least work that moves these bytes.
 template <int kRecordBytes>
 __global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8_t* k_pe,
                                       const std::int64_t* slots, std::uint8_t* cache, std::int64_t tokens) {
   static_assert(kRecordBytes <= kInputBytes, "a record is never larger than its inputs");
-  __shared__ SmemRecord<kInputBytes> staged[kPatternWarpsPerBlock];
+  constexpr int kChunks = kRecordBytes / 16;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * kPatternWarpsPerBlock + warp;
@@ -41,29 +40,28 @@ __global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8
   const uint4 b = __ldg(row + 1);
   const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe + token * 128 + 4 * lane));
   if (slot < 0 || slot >= tokens) return;
-  std::uint8_t* s = staged[warp].bytes;
-  reinterpret_cast<uint4*>(s + 32 * lane)[0] = a;
-  reinterpret_cast<uint4*>(s + 32 * lane)[1] = b;
-  reinterpret_cast<unsigned*>(s + 1024)[lane] = r;
-  __syncwarp();
-  warp_copy16<kRecordBytes>(cache + slot * kRecordBytes, s, lane);
+  auto* record = reinterpret_cast<uint4*>(cache + slot * kRecordBytes);
+  const uint4 chunks[3] = {a, b, make_uint4(r, r, r, r)};
+#pragma unroll
+  for (int j = 0; j < 3; ++j) {
+    if (lane + j * kWarpSize < kChunks) record[lane + j * kWarpSize] = chunks[j];
+  }
 }
 
-// As decode_records_kernel's staged bf16 path: two rows per warp, both
-// records loaded before either is stored; each 1,152-byte output row repeats
-// its record's bytes.
+// As decode_records_kernel: two rows per warp, both records loaded before
+// either row is stored; each 1,152-byte output row is stored from registers
+// (chunk c from lane c % 32), its bytes taken from the lane's record chunks.
 template <int kRecordBytes>
 __global__ void reader_pattern_kernel(const std::uint8_t* cache, const std::int64_t* slots, std::uint8_t* out,
                                       std::int64_t tokens) {
   constexpr int kRows = 2;
   constexpr int kChunks = kRecordBytes / 16;
   constexpr int kChunksPerLane = (kChunks + kWarpSize - 1) / kWarpSize;
-  __shared__ SmemRecord<kRecordBytes> records[kPatternWarpsPerBlock][kRows];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * kPatternWarpsPerBlock + warp) * kRows;
   if (first >= tokens) return;
-  uint4 chunks[kRows][kChunksPerLane];
+  uint4 chunks[kRows][kChunksPerLane] = {};
 #pragma unroll
   for (int k = 0; k < kRows; ++k) {
     const std::int64_t slot = first + k < tokens ? __ldg(slots + first + k) : 0;
@@ -76,19 +74,12 @@ __global__ void reader_pattern_kernel(const std::uint8_t* cache, const std::int6
   }
 #pragma unroll
   for (int k = 0; k < kRows; ++k) {
-#pragma unroll
-    for (int j = 0; j < kChunksPerLane; ++j) {
-      const int c = lane + j * kWarpSize;
-      if (c < kChunks) reinterpret_cast<uint4*>(records[warp][k].bytes)[c] = chunks[k][j];
-    }
-  }
-  __syncwarp();
-#pragma unroll
-  for (int k = 0; k < kRows; ++k) {
     if (first + k >= tokens) break;
     auto* dst = reinterpret_cast<uint4*>(out + (first + k) * kInputBytes);
-    const auto* src = reinterpret_cast<const uint4*>(records[warp][k].bytes);
-    for (int c = lane; c < kInputBytes / 16; c += kWarpSize) dst[c] = src[c % kChunks];
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      if (lane + j * kWarpSize < kInputBytes / 16) dst[lane + j * kWarpSize] = chunks[k][j % kChunksPerLane];
+    }
   }
 }
 

@@ -161,32 +161,45 @@ MLAKV_HD void encode_latent_group_boosted(int g, const std::uint16_t* bits, std:
   *scale = encode_nvfp4_group_boosted(x, group_codes(record, g));
 }
 
+/// The pts record's scale byte of a group: E4M3(RN(RN(amax / st) / 6)). On
+/// the GPU both divisions are reciprocal products with a residual step;
+/// a GPU test checks every group amax <= every token amax of the input type.
+MLAKV_HD std::uint8_t two_level_scale_byte(float group_amax, const TokenScaleDivider& divide) {
+#if defined(__CUDA_ARCH__)
+  return encode_e4m3(divide_amax_by_e2m1_max(divide(group_amax)));
+#else
+  return encode_e4m3(div_rn(div_rn(group_amax, divide.token_scale()), kE2m1Max));
+#endif
+}
+
 /// Group g of the pts record's two-level latent, token scale st > 0: on the
 /// GPU, groups without NaN (and a finite st) count decision points
 /// (E2m1Thresholds::for_two_level, proven equal exhaustively) instead of two
 /// divisions per value; the CPU, and the other groups, follow ABI.md literally.
 template <InputDtype kDtype>
-MLAKV_HD void encode_latent_group_two_level(int g, const std::uint16_t* bits, float st, std::uint8_t* record) {
+MLAKV_HD void encode_latent_group_two_level(int g, const std::uint16_t* bits, const TokenScaleDivider& divide,
+                                            std::uint8_t* record) {
   std::uint8_t* scale = record + Nvfp4Latent::kGroupScales.offset + g;
 #if defined(__CUDA_ARCH__)
   bool nan_free = true;
   const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
-  if (nan_free && st < INFINITY) {
-    const std::uint8_t sbyte = encode_e4m3(div_rn(div_rn(amax, st), kE2m1Max));
+  if (nan_free && divide.token_scale() < INFINITY) {
+    const std::uint8_t sbyte = two_level_scale_byte(amax, divide);
     const float s = decode_e4m3(sbyte);
     *scale = sbyte;
     if (s == 0.0f) {
       const std::uint8_t zeros[kNvfp4GroupSize / 2] = {};
       store_aligned<kNvfp4GroupSize / 2>(group_codes(record, g), zeros);
     } else {
-      encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_two_level(st, s), group_codes(record, g));
+      encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_two_level(divide, s),
+                                         group_codes(record, g));
     }
     return;
   }
 #endif
   float x[kNvfp4GroupSize];
   load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
-  *scale = encode_nvfp4_group_two_level(x, st, group_codes(record, g));
+  *scale = encode_nvfp4_group_two_level(x, divide.token_scale(), group_codes(record, g));
 }
 
 /// Decodes group g; scale bytes hold the dequant scale divided by `unboost`,

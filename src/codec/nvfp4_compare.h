@@ -25,6 +25,42 @@ MLAKV_HD constexpr float e2m1_decision_point(int k) {
   return kPoints[k];
 }
 
+/// x / st for the pts record's token scale st (> 0, finite) and the values
+/// of its token: x <= 2688 st. The CPU divides; the GPU multiplies by
+/// r = RN(1 / st) and corrects with one FMA residual step (Markstein), one
+/// reciprocal for all of a lane's divisions. Below st = 2^-64 a residual that
+/// matters could underflow, so there x and st are both first scaled by 2^126:
+/// the same real quotient, every operand and residual normal. Exhaustive GPU
+/// tests prove the scale bytes and codes computed with it.
+class TokenScaleDivider {
+ public:
+  MLAKV_HD explicit TokenScaleDivider(float st) : st_(st) {
+#if defined(__CUDA_ARCH__)
+    prescale_ = st < 0x1p-64f ? 0x1p126f : 1.0f;
+    divisor_ = st * prescale_;  // exact: a power-of-two scaling into the normal range
+    reciprocal_ = div_rn(1.0f, divisor_);
+#endif
+  }
+
+  MLAKV_HD float token_scale() const { return st_; }
+
+  MLAKV_HD float operator()(float x) const {
+#if defined(__CUDA_ARCH__)
+    return quotient_by_reciprocal(x * prescale_, divisor_, reciprocal_);
+#else
+    return div_rn(x, st_);
+#endif
+  }
+
+ private:
+  float st_;
+#if defined(__CUDA_ARCH__)
+  float prescale_;
+  float divisor_;
+  float reciprocal_;
+#endif
+};
+
 template <InputDtype kDtype>
 struct E2m1Thresholds {
   typename PairOps<kDtype>::Vec t[7];
@@ -44,32 +80,25 @@ struct E2m1Thresholds {
   /// inv_s == 0 every product is 0 and no threshold is ever passed.
   MLAKV_HD static E2m1Thresholds for_product(float s, float inv_s) {
     if (inv_s == 0.0f) return at_bits(PairOps<kDtype>::kInf);
-    return next_to([s](float point) { return s * point; }, [inv_s](float x) { return x * inv_s; });
+    return next_to<kExactCandidates>([s](float point) { return s * point; }, [inv_s](float x) { return x * inv_s; },
+                                      [](float point) { return point; });
   }
 
   /// The two-level recipe of the pts record, E2M1(RN(RN(x / st) / s)) with
-  /// st > 0 finite and s > 0 an E4M3 value: again non-decreasing in x. The
-  /// recipe computes x / (st * s) to within 2^-23 relative, and the real
-  /// boundary T * s * st lies about half a step of x's type or more (>= 2^-12
-  /// relative) from every input of the type but c, the input nearest to it;
-  /// so only c can fall on either side, and the recipe evaluated at c tells
-  /// which (next_to).
-  /// On the GPU the two divisions are products with the divisors' rounded
-  /// reciprocals, each corrected by one FMA residual step (Markstein); the
-  /// exhaustive test of the resulting codes covers them too.
-  MLAKV_HD static E2m1Thresholds for_two_level(float st, float s) {
-#if defined(__CUDA_ARCH__)
-    const bool residual = st >= 0x1p-64f;  // below, a residual that matters could underflow
-    const float r_st = residual ? div_rn(1.0f, st) : 0.0f;
-    const float r_s = div_rn(1.0f, s);
-    const auto recipe = [&](float x) {
-      if (!residual) return div_rn(div_rn(x, st), s);
-      return quotient_by_reciprocal(quotient_by_reciprocal(x, st, r_st), s, r_s);
-    };
-#else
-    const auto recipe = [&](float x) { return div_rn(div_rn(x, st), s); };
-#endif
-    return next_to([s, st](float point) { return s * point * st; }, recipe);
+  /// st > 0 finite and s > 0 an E4M3 value, decided with one division per
+  /// threshold: s has at most 4 significant bits and T at most 3, so P = s * T
+  /// is an f32, and the reals s * (T +- half a step of f32) lie strictly
+  /// between P and its f32 neighbours; hence for every f32 y, RN(y / s) passes
+  /// T exactly when y passes P (> for even k, >= for odd k), and the code is
+  /// that of y = RN(x / st) against P. y does not decrease as x grows, and the
+  /// real boundary T * s * st lies about half a step of x's type or more
+  /// (>= 2^-12 relative) from every input of the type but c, the input nearest
+  /// to it; the divider's quotient is within 2^-23, so only c can fall on
+  /// either side, and y at c tells which (next_to).
+  MLAKV_HD static E2m1Thresholds for_two_level(const TokenScaleDivider& divide, float s) {
+    const float st = divide.token_scale();
+    return next_to<kRoundedCandidates>([s, st](float point) { return s * point * st; }, divide,
+                                       [s](float point) { return s * point; });
   }
 
  private:
@@ -83,24 +112,30 @@ struct E2m1Thresholds {
     return thr;
   }
 
-  /// Thresholds of a recipe whose value never decreases as x grows, each the
-  /// input c = candidate(T) of x's type or its neighbour, as recipe(c) tells:
-  /// the last input whose value stays <= T (even k) or the first whose value
-  /// reaches T (odd k).
-  template <class Candidate, class Recipe>
-  MLAKV_HD static E2m1Thresholds next_to(Candidate candidate, Recipe recipe) {
+  // Whether candidate(T) is a value of x's type (then value() is evaluated at
+  // it directly) or is rounded to the nearest one first.
+  static constexpr bool kExactCandidates = true;
+  static constexpr bool kRoundedCandidates = false;
+
+  /// Thresholds of a recipe whose code passes T where value(x), which never
+  /// decreases as x grows, passes bound(T): each is the input c = candidate(T)
+  /// of x's type or its neighbour, as value(c) tells: the last input whose
+  /// value stays <= bound(T) (even k) or the first whose value reaches it (odd k).
+  template <bool kExact, class Candidate, class Value, class Bound>
+  MLAKV_HD static E2m1Thresholds next_to(Candidate candidate, Value value, Bound bound) {
     E2m1Thresholds thr;
     MLAKV_UNROLL
     for (int k = 0; k < 7; ++k) {
       const float point = e2m1_decision_point(k);
-      std::uint32_t bits = bits_of(PairOps<kDtype>::splat(candidate(point))) & 0xFFFFu;
-      const float at_c = recipe(load_input<kDtype>(static_cast<std::uint16_t>(bits)));
+      const float wanted = candidate(point);
+      std::uint32_t bits = PairOps<kDtype>::bits_nearest(wanted);
+      const float at_c = value(kExact ? wanted : load_input<kDtype>(static_cast<std::uint16_t>(bits)));
       if (k % 2 == 0) {
-        if (at_c > point) bits -= 1;  // c already passes: the input below is the last that does not
+        if (at_c > bound(point)) bits -= 1;  // c already passes: the input below is the last that does not
       } else {
-        if (at_c < point) bits += 1;  // c does not reach T yet: the input above does
+        if (at_c < bound(point)) bits += 1;  // c does not reach T yet: the input above does
       }
-      thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(bits | (bits << 16));
+      thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(both_halves(bits));
     }
     return thr;
   }

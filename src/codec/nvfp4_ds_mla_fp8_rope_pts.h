@@ -27,7 +27,7 @@ struct CodecNvfp4DsMlaFp8RopePts {
       zero_bytes(group_codes(record, lane), kNvfp4GroupSize / 2);
       record[Spec::kGroupScales.offset + lane] = 0;
     } else {
-      encode_latent_group_two_level<kDtype>(lane, in.kv_c, st, record);
+      encode_latent_group_two_level<kDtype>(lane, in.kv_c, TokenScaleDivider(st), record);
     }
     const float rs = rope_scale(amax.rope);
     encode_rope_scaled_e4m3<kDtype, kRopePerLane>(in.k_pe, rs, record + Spec::kRope.offset + lane * kRopePerLane);

@@ -10,27 +10,6 @@
 
 namespace mlakv::codec {
 
-template <InputDtype kDtype>
-struct PairOps;
-
-template <>
-struct PairOps<InputDtype::kBf16> {
-  using Vec = __nv_bfloat162;
-  static constexpr std::uint32_t kCountBase = 0x43004300u;  // 128.0: 128 + c keeps c in the low bits
-  static constexpr std::uint32_t kInf = 0x7F807F80u;
-  static constexpr int kNanShift = 4;  // __hisnan2 gives 0x3F80; >> 4 leaves bit 3 (and 19) set
-  MLAKV_HD static Vec splat(float v) { return __float2bfloat162_rn(v); }
-};
-
-template <>
-struct PairOps<InputDtype::kFp16> {
-  using Vec = __half2;
-  static constexpr std::uint32_t kCountBase = 0x64006400u;  // 1024.0
-  static constexpr std::uint32_t kInf = 0x7C007C00u;
-  static constexpr int kNanShift = 7;  // __hisnan2 gives 0x3C00; >> 7 leaves bit 3 (and 19) set
-  MLAKV_HD static Vec splat(float v) { return __float2half2_rn(v); }
-};
-
 template <class Vec>
 MLAKV_HD Vec vec_from_bits(std::uint32_t bits) {
   Vec v;
@@ -43,6 +22,40 @@ MLAKV_HD std::uint32_t bits_of(Vec v) {
   std::uint32_t bits;
   memcpy(&bits, &v, sizeof(bits));
   return bits;
+}
+
+template <InputDtype kDtype>
+struct PairOps;
+
+template <>
+struct PairOps<InputDtype::kBf16> {
+  using Vec = __nv_bfloat162;
+  static constexpr std::uint32_t kCountBase = 0x43004300u;  // 128.0: 128 + c keeps c in the low bits
+  static constexpr std::uint32_t kInf = 0x7F807F80u;
+  static constexpr int kNanShift = 4;  // __hisnan2 gives 0x3F80; >> 4 leaves bit 3 (and 19) set
+  MLAKV_HD static Vec splat(float v) { return __float2bfloat162_rn(v); }
+  // The nearest value's bits, high half 0: the paired conversion splat uses
+  // (F2FP), which the writers have been measured with; the scalar one compiles to F2F.
+  MLAKV_HD static std::uint32_t bits_nearest(float v) { return bits_of(__floats2bfloat162_rn(v, 0.0f)); }
+};
+
+template <>
+struct PairOps<InputDtype::kFp16> {
+  using Vec = __half2;
+  static constexpr std::uint32_t kCountBase = 0x64006400u;  // 1024.0
+  static constexpr std::uint32_t kInf = 0x7C007C00u;
+  static constexpr int kNanShift = 7;  // __hisnan2 gives 0x3C00; >> 7 leaves bit 3 (and 19) set
+  MLAKV_HD static Vec splat(float v) { return __float2half2_rn(v); }
+  MLAKV_HD static std::uint32_t bits_nearest(float v) { return bits_of(__floats2half2_rn(v, 0.0f)); }
+};
+
+/// A 16-bit pattern in both halves of a word.
+MLAKV_HD std::uint32_t both_halves(std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(bits, 0u, 0x1010);
+#else
+  return (bits & 0xFFFFu) | (bits << 16);
+#endif
 }
 
 /// Inputs 2i (low half) and 2i + 1 (high half) as one word.

@@ -71,13 +71,24 @@ constexpr int kFitBlocksPerSm = 6;
 constexpr int kManyTokensBlocksPerSm = 7;
 constexpr std::int64_t kManyTokens = 16384;  // well past one wave of 132 SMs x 48 warps
 
+// What the launch bounds ask for on the architecture being compiled: an
+// sm_120 SM holds 1,536 threads, six of these blocks, so asking it for seven
+// would only be ignored (with a ptxas warning).
+constexpr int blocks_per_sm_here(int wanted) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+  return wanted < 6 ? wanted : 6;
+#else
+  return wanted;
+#endif
+}
+
 template <class Codec>
 constexpr bool kCapForManyTokens =
     std::is_same_v<Codec, codec::CodecNvfp4DsMla> || std::is_same_v<Codec, codec::CodecNvfp4DsMlaFp8Rope> ||
     std::is_same_v<Codec, codec::CodecNvfp4Fp8DsMla>;
 
 template <class Codec, codec::InputDtype kDtype, int kLoadBytes, int kMinBlocks>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, kMinBlocks)
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(kMinBlocks))
     encode_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];

@@ -138,7 +138,7 @@ __global__ void count_two_level_mismatches(unsigned long long* mismatches, std::
   const float st = a * kInvE4m3TimesE2m1Max;
   if (!(a < INFINITY) || st == 0.0f) return;
   const float s = decode_e4m3(static_cast<std::uint8_t>(blockIdx.y + 1));
-  const auto thr = E2m1Thresholds<kDtype>::for_two_level(st, s);
+  const auto thr = E2m1Thresholds<kDtype>::for_two_level(TokenScaleDivider(st), s);
   unsigned long long bad = 0;
   const auto meets = [a](float v) { return v == v && fabsf(v) <= a; };
   const auto recipe = [st, s](float x) { return div_rn(div_rn(x, st), s); };
@@ -160,6 +160,39 @@ TEST(cuda_e2m1, two_level_quads_equal_the_pts_recipe_for_every_token_amax_scale_
   const dim3 grid(0x7FFE, 0x7E);
   expect_no_mismatches(count_two_level_mismatches<InputDtype::kBf16>, grid, "bf16", describe);
   expect_no_mismatches(count_two_level_mismatches<InputDtype::kFp16>, grid, "fp16", describe);
+}
+
+// The pts record's group scale byte E4M3(RN(RN(g / st) / 6)), both divisions
+// reciprocal products on the device, for every finite nonzero token amax a
+// (st = a / 2688) and every non-negative group amax g <= a of the input type.
+template <mlakv::codec::InputDtype kDtype>
+__global__ void count_two_level_scale_byte_mismatches(unsigned long long* mismatches, std::uint32_t* example) {
+  using namespace mlakv::codec;
+  const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.x + 1));
+  const float st = a * kInvE4m3TimesE2m1Max;
+  if (!(a < INFINITY) || st == 0.0f) return;
+  const TokenScaleDivider divide(st);
+  unsigned long long bad = 0;
+  for (std::uint32_t bits = threadIdx.x; bits <= blockIdx.x + 1; bits += blockDim.x) {
+    const float g = load_input<kDtype>(static_cast<std::uint16_t>(bits));  // non-negative patterns rise with bits
+    if (two_level_scale_byte(g, divide) != encode_e4m3(__fdiv_rn(__fdiv_rn(g, st), kE2m1Max)) && bad++ == 0) {
+      atomicCAS(example, 0u, ((blockIdx.x + 1) << 16) | bits | 0x80000000u);
+    }
+  }
+  if (bad) atomicAdd(mismatches, bad);
+}
+
+TEST(cuda_division, two_level_scale_bytes_equal_the_recipe_for_every_group_and_token_amax) {
+  MLAKV_REQUIRE_GPU();
+  using mlakv::codec::InputDtype;
+  const auto describe = [](std::uint32_t e) {
+    std::ostringstream text;
+    text << "token amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", group amax bits 0x" << (e & 0xFFFF);
+    return text.str();
+  };
+  const dim3 grid(0x7FFE);
+  expect_no_mismatches(count_two_level_scale_byte_mismatches<InputDtype::kBf16>, grid, "bf16", describe);
+  expect_no_mismatches(count_two_level_scale_byte_mismatches<InputDtype::kFp16>, grid, "fp16", describe);
 }
 
 // The paired amax (half-precision max on the device) against the scalar fold,

@@ -231,7 +231,7 @@ void expect_two_level_quads_equal_the_recipe() {
       const float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
       const auto meets = [a](float v) { return v == v && std::fabs(v) <= a; };
       const auto recipe = [st, s](float x) { return mlakv::codec::div_rn(mlakv::codec::div_rn(x, st), s); };
-      bad += quad_mismatches<kDtype>(E2m1Thresholds<kDtype>::for_two_level(st, s), meets, recipe,
+      bad += quad_mismatches<kDtype>(E2m1Thresholds<kDtype>::for_two_level(mlakv::codec::TokenScaleDivider(st), s), meets, recipe,
                                      "a = " + std::to_string(a) + ", s = " + std::to_string(s));
     }
   }
