@@ -167,6 +167,13 @@ MLAKV_HD std::uint8_t encode_e2m1_by_thresholds(float x) {
   return static_cast<std::uint8_t>(code | ((bits >> 28) & 0x8u));
 }
 
+/// The k-th decision point T of round-to-nearest-even onto the E2M1 grid
+/// {0, .5, 1, 1.5, 2, 3, 4, 6}: ties at even k go down, at odd k up.
+MLAKV_HD constexpr float e2m1_decision_point(int k) {
+  constexpr float kPoints[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  return kPoints[k];
+}
+
 /// E2M1 (4-bit code in the low nibble): round-to-nearest-even, saturate to
 /// +-6, NaN -> 0x7, -0 -> 0x8. CUDA's definition on the host and where the GPU
 /// converts in hardware (Blackwell); the proven-equal comparison on Hopper.

@@ -138,7 +138,8 @@ MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::
 }
 
 /// Group g of the nvfp4_fp8_ds_mla latent (64x-boosted scale bytes): on the
-/// GPU, groups without NaN count decision points (E2m1Thresholds::for_product,
+/// GPU, groups without NaN count decision points against their scale byte's
+/// row of a table built at compile time (E2m1Thresholds::for_boosted_scale_byte,
 /// proven equal exhaustively); the CPU, and groups holding a NaN, follow
 /// ABI.md literally.
 template <InputDtype kDtype>
@@ -149,10 +150,9 @@ MLAKV_HD void encode_latent_group_boosted(int g, const std::uint16_t* bits, std:
   const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
   if (nan_free) {
     const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax) * kNvfp4Fp8ScaleBoost);
-    const float s = decode_e4m3(sbyte) * kNvfp4Fp8ScaleUnboost;
-    const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
     *scale = sbyte;
-    encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_product(s, inv_s), group_codes(record, g));
+    encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_boosted_scale_byte(sbyte),
+                                       group_codes(record, g));
     return;
   }
 #endif

@@ -13,17 +13,10 @@
 
 #include <cstdint>
 
+#include "codec/boosted_threshold_table.h"
 #include "codec/pairs.h"
 
 namespace mlakv::codec {
-
-/// The inputs at which the code of |x| steps up, one per decision point T of
-/// RNE onto {0, .5, 1, 1.5, 2, 3, 4, 6}: the code passes T (even k) when
-/// |x| > t[k], (odd k) when |x| >= t[k].
-MLAKV_HD constexpr float e2m1_decision_point(int k) {
-  constexpr float kPoints[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-  return kPoints[k];
-}
 
 /// x / st for the pts record's token scale st (> 0, finite) and the values
 /// of its token: x <= 2688 st. The CPU divides; the GPU multiplies by
@@ -61,6 +54,9 @@ class TokenScaleDivider {
 #endif
 };
 
+/// The inputs at which the code of |x| steps up, one per decision point T of
+/// RNE onto {0, .5, 1, 1.5, 2, 3, 4, 6} (e2m1_decision_point): the code passes
+/// T (even k) when |x| > t[k], (odd k) when |x| >= t[k].
 template <InputDtype kDtype>
 struct E2m1Thresholds {
   typename PairOps<kDtype>::Vec t[7];
@@ -71,17 +67,28 @@ struct E2m1Thresholds {
     for (int k = 0; k < 7; ++k) t[k] = PairOps<kDtype>::splat(s * e2m1_decision_point(k));  // exact products
   }
 
-  /// The boosted recipe E2M1(RN(x * inv_s)) with inv_s = RN(1 / s), or 0 for
-  /// s == 0. RN(x * inv_s) does not decrease as x grows, so the code is again
-  /// the number of thresholds |x| passes; each lies next to c = s * T (exact in
-  /// x's type: at most 7 significant bits), on the side the rounded product
-  /// RN(c * inv_s) tells (next_to). The neighbours of c are a whole step of x's
-  /// type (>= 2^-11 relative) away, far beyond the product's 2^-23. With
-  /// inv_s == 0 every product is 0 and no threshold is ever passed.
-  MLAKV_HD static E2m1Thresholds for_product(float s, float inv_s) {
-    if (inv_s == 0.0f) return at_bits(PairOps<kDtype>::kInf);
-    return next_to<kExactCandidates>([s](float point) { return s * point; }, [inv_s](float x) { return x * inv_s; },
-                                      [](float point) { return point; });
+  /// The boosted recipe E2M1(RN(x * inv_s)), inv_s = RN(1 / s) (0 for s ==
+  /// 0), s = E4M3(sbyte) / 64: its scale byte's row of the table built at
+  /// compile time (codec/boosted_threshold_table.h), one 16-byte load.
+  MLAKV_HD static E2m1Thresholds for_boosted_scale_byte(std::uint8_t sbyte) {
+    std::uint32_t words[4];
+#if defined(__CUDA_ARCH__)
+    const ThresholdTable& table =
+        kDtype == InputDtype::kBf16 ? kBoostedThresholdsBf16Device : kBoostedThresholdsFp16Device;
+    const uint4 row = __ldg(reinterpret_cast<const uint4*>(&table[sbyte]));
+    words[0] = row.x;
+    words[1] = row.y;
+    words[2] = row.z;
+    words[3] = row.w;
+#else
+    memcpy(words, kBoostedThresholds<kDtype>[sbyte].t, sizeof(words));
+#endif
+    E2m1Thresholds thr;
+    MLAKV_UNROLL
+    for (int k = 0; k < 7; ++k) {
+      thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(both_halves(words[k / 2], k % 2));
+    }
+    return thr;
   }
 
   /// The two-level recipe of the pts record, E2M1(RN(RN(x / st) / s)) with
@@ -97,39 +104,24 @@ struct E2m1Thresholds {
   /// either side, and y at c tells which (next_to).
   MLAKV_HD static E2m1Thresholds for_two_level(const TokenScaleDivider& divide, float s) {
     const float st = divide.token_scale();
-    return next_to<kRoundedCandidates>([s, st](float point) { return s * point * st; }, divide,
-                                       [s](float point) { return s * point; });
+    return next_to([s, st](float point) { return s * point * st; }, divide, [s](float point) { return s * point; });
   }
 
  private:
   E2m1Thresholds() = default;
 
-  /// Every threshold the same pair of bit patterns.
-  MLAKV_HD static E2m1Thresholds at_bits(std::uint32_t pair) {
-    E2m1Thresholds thr;
-    MLAKV_UNROLL
-    for (int k = 0; k < 7; ++k) thr.t[k] = vec_from_bits<typename PairOps<kDtype>::Vec>(pair);
-    return thr;
-  }
-
-  // Whether candidate(T) is a value of x's type (then value() is evaluated at
-  // it directly) or is rounded to the nearest one first.
-  static constexpr bool kExactCandidates = true;
-  static constexpr bool kRoundedCandidates = false;
-
   /// Thresholds of a recipe whose code passes T where value(x), which never
   /// decreases as x grows, passes bound(T): each is the input c = candidate(T)
   /// of x's type or its neighbour, as value(c) tells: the last input whose
   /// value stays <= bound(T) (even k) or the first whose value reaches it (odd k).
-  template <bool kExact, class Candidate, class Value, class Bound>
+  template <class Candidate, class Value, class Bound>
   MLAKV_HD static E2m1Thresholds next_to(Candidate candidate, Value value, Bound bound) {
     E2m1Thresholds thr;
     MLAKV_UNROLL
     for (int k = 0; k < 7; ++k) {
       const float point = e2m1_decision_point(k);
-      const float wanted = candidate(point);
-      std::uint32_t bits = PairOps<kDtype>::bits_nearest(wanted);
-      const float at_c = value(kExact ? wanted : load_input<kDtype>(static_cast<std::uint16_t>(bits)));
+      std::uint32_t bits = PairOps<kDtype>::bits_nearest(candidate(point));
+      const float at_c = value(load_input<kDtype>(static_cast<std::uint16_t>(bits)));
       if (k % 2 == 0) {
         if (at_c > bound(point)) bits -= 1;  // c already passes: the input below is the last that does not
       } else {

@@ -49,12 +49,13 @@ struct PairOps<InputDtype::kFp16> {
   MLAKV_HD static std::uint32_t bits_nearest(float v) { return bits_of(__floats2half2_rn(v, 0.0f)); }
 };
 
-/// A 16-bit pattern in both halves of a word.
-MLAKV_HD std::uint32_t both_halves(std::uint32_t bits) {
+/// Half `half` (0: low, 1: high) of `word` in both halves of a word.
+MLAKV_HD std::uint32_t both_halves(std::uint32_t word, int half = 0) {
 #if defined(__CUDA_ARCH__)
-  return __byte_perm(bits, 0u, 0x1010);
+  return __byte_perm(word, 0u, half == 0 ? 0x1010 : 0x3232);
 #else
-  return (bits & 0xFFFFu) | (bits << 16);
+  const std::uint32_t bits = (word >> (16 * half)) & 0xFFFFu;
+  return bits | (bits << 16);
 #endif
 }
 

@@ -83,7 +83,8 @@ TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) 
 // The fast path for groups without NaN, with the device instructions: four
 // pairs per word, every non-NaN 16-bit input (NaN patterns stand in as a
 // signed zero) and every scale byte of the static recipe E2M1(x / s) (s != 0)
-// and of the boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64.
+// and of the boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64,
+// whose thresholds come from the table in device memory.
 template <mlakv::codec::InputDtype kDtype, bool kBoosted>
 __global__ void count_quad_mismatches(unsigned long long* mismatches) {
   using namespace mlakv::codec;
@@ -91,8 +92,8 @@ __global__ void count_quad_mismatches(unsigned long long* mismatches) {
   if (scode >= 0x7F) return;  // 0x7F is NaN, never a scale byte
   const float s = decode_e4m3(static_cast<std::uint8_t>(scode)) * (kBoosted ? kNvfp4Fp8ScaleUnboost : 1.0f);
   const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
-  const E2m1Thresholds<kDtype> thr =
-      kBoosted ? E2m1Thresholds<kDtype>::for_product(s, inv_s) : E2m1Thresholds<kDtype>(s);
+  const E2m1Thresholds<kDtype> thr = kBoosted ? E2m1Thresholds<kDtype>::for_boosted_scale_byte(scode)
+                                              : E2m1Thresholds<kDtype>(s);
   const std::uint32_t first = 8 * (blockIdx.x * blockDim.x + threadIdx.x);
   // NaN stands in as a signed zero; s == 0 (an all-zero group) meets only zeros.
   const auto meets = [s](float v) { return v == v && s != 0.0f; };

@@ -185,8 +185,9 @@ void expect_nan_free_quads_equal_the_recipe() {
     float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
     if (kRecipe == Recipe::kBoosted) s *= mlakv::codec::kNvfp4Fp8ScaleUnboost;
     const float inv_s = s > 0.0f ? 1.0f / s : 0.0f;
-    const E2m1Thresholds<kDtype> thr =
-        kRecipe == Recipe::kStatic ? E2m1Thresholds<kDtype>(s) : E2m1Thresholds<kDtype>::for_product(s, inv_s);
+    const E2m1Thresholds<kDtype> thr = kRecipe == Recipe::kStatic
+                                           ? E2m1Thresholds<kDtype>(s)
+                                           : E2m1Thresholds<kDtype>::for_boosted_scale_byte(static_cast<std::uint8_t>(scode));
     // s == 0 comes from an all-zero group: only signed zeros meet it.
     const auto meets = [s](float v) { return v == v && s != 0.0f; };
     const auto recipe = [s, inv_s](float x) {
