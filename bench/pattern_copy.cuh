@@ -18,11 +18,12 @@ namespace mlakv_bench {
 
 using mlakv::cuda::kWarpSize;
 
-inline constexpr int kPatternWarpsPerBlock = 8;     // as the writers and readers
+inline constexpr int kPatternWarpsPerBlock = 4;     // as the writers and readers
 inline constexpr int kInputBytes = (512 + 64) * 2;  // one token's bf16 latent and RoPE
 
 // One warp per token, as encode_records_kernel: lane l loads bytes
-// [32l, 32l + 32) of the latent and [4l, 4l + 4) of the RoPE, and the warp
+// [32l, 32l + 32) of the latent and [4l, 4l + 4) of the RoPE (issued with the
+// slot's load, as the writers do), and the warp
 // stores the record's 16-byte chunks straight from registers (chunk c from
 // lane c % 32), the least work that moves these bytes.
 template <int kRecordBytes>
@@ -39,7 +40,7 @@ __global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8
   const uint4 a = __ldg(row);
   const uint4 b = __ldg(row + 1);
   const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe + token * 128 + 4 * lane));
-  if (slot < 0 || slot >= tokens) return;
+  if (!mlakv::cuda::once_arrived(slot >= 0 && slot < tokens, a.x ^ b.x ^ r)) return;
   auto* record = reinterpret_cast<uint4*>(cache + slot * kRecordBytes);
   const uint4 chunks[3] = {a, b, make_uint4(r, r, r, r)};
 #pragma unroll

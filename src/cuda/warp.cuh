@@ -32,4 +32,16 @@ __device__ __forceinline__ void warp_copy16(void* dst, const void* src, int lane
   }
 }
 
+/// `valid`, known only once `word` has arrived, so that a branch on it
+/// cannot be taken before the loads `word` depends on were issued. Without
+/// it, the compiler sinks a writer's input loads below its early return for a
+/// skipped slot, and a launch waits for the slot, then for the inputs: two
+/// memory round trips in a row. (A population count is at most 32, which
+/// neither compiler assumes.)
+__device__ __forceinline__ bool once_arrived(bool valid, unsigned word) {
+  unsigned bits;
+  asm("popc.b32 %0, %1;" : "=r"(bits) : "r"(word));
+  return (static_cast<unsigned>(valid) & static_cast<unsigned>(bits <= 32u)) != 0u;
+}
+
 }  // namespace mlakv::cuda

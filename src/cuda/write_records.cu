@@ -13,7 +13,17 @@
 namespace mlakv::cuda {
 namespace {
 
-constexpr int kWarpsPerBlock = 8;
+// Four warps (tokens) per block: an SM frees a block's slot only when all its
+// warps are done, and smaller blocks waste less of it on the block's last
+// warp. Measured on the H200 against eight warps, one build (fraction of the
+// copy at 1,048,576 / 65,536 contiguous tokens): 432 0.91 -> 0.96 / 0.84 ->
+// 0.87, 368 0.81 -> 0.84 / 0.71 -> 0.73, 352 0.84 -> 0.87 / 0.74 -> 0.79,
+// bf16 0.96 -> 0.97; decode launches of 8-256 tokens spread over more SMs
+// (bf16 at 8 tokens 1.30x -> 1.22x the copy). Two warps measured the same,
+// one warp per block worse (an SM holds at most 32 blocks). Two tokens per
+// warp with all loads issued first measured mixed (432 0.91 -> 0.96,
+// fp8_ds_mla 0.91 -> 0.86, 352 0.84 -> 0.78: more registers, spills).
+constexpr int kWarpsPerBlock = 4;
 
 // Lane l's 16 latent values are bytes [32l, 32l + 32) of the row: two 16-byte
 // loads when the row allows it, else eight 4-byte loads (rows are only
@@ -57,26 +67,28 @@ constexpr bool kStoreInPlace = requires {
 }
 || std::is_same_v<Codec, codec::CodecFp8E4m3>;
 
-// Blocks an SM must hold at once (the launch bounds' second argument). The
-// writers wait mostly on their loads (ncu: long scoreboard), so warps in
-// flight count: at 39-40 registers the NVFP4 writers fit 6 blocks (48 warps);
-// capped for 7 they run 0.81 -> 0.92 (432), 0.77 -> 0.84 (368) and 0.72 ->
-// 0.75 (352) of the copy at 1,048,576 tokens (H200), but a decode step's
-// launch, one short wave whose time is one warp's chain, slows (368: 1.58x ->
-// 1.81x the copy) under the tighter register budget. So launches of many
-// tokens take the capped variant, small ones the other. The cap slows
-// fp8_ds_mla (0.82 -> 0.76, it spills), so all others ask for the 6 they fit
-// anyway (asking for fewer lets ptxas spend up to 51 registers on them).
-constexpr int kFitBlocksPerSm = 6;
-constexpr int kManyTokensBlocksPerSm = 7;
+// Warps an SM must hold at once, as blocks (the launch bounds' second
+// argument). The writers wait mostly on their loads (ncu: long scoreboard),
+// so warps in flight count: at 39-40 registers the NVFP4 writers fit 48
+// warps; capped for 56 they ran 0.81 -> 0.92 (432), 0.77 -> 0.84 (368) and
+// 0.72 -> 0.75 (352) of the copy at 1,048,576 tokens (H200, eight-warp
+// blocks), but a decode step's launch, one short wave whose time is one
+// warp's chain, slows (368: 1.58x -> 1.81x the copy) under the tighter
+// register budget. So launches of many tokens take the capped variant, small
+// ones the other. The cap slows fp8_ds_mla (0.82 -> 0.76, it spills), so all
+// others ask for the 48 warps they fit anyway (asking for fewer lets ptxas
+// spend up to 51 registers on them).
+constexpr int kFitBlocksPerSm = 48 / kWarpsPerBlock;
+constexpr int kManyTokensBlocksPerSm = 56 / kWarpsPerBlock;
 constexpr std::int64_t kManyTokens = 16384;  // well past one wave of 132 SMs x 48 warps
 
 // What the launch bounds ask for on the architecture being compiled: an
-// sm_120 SM holds 1,536 threads, six of these blocks, so asking it for seven
-// would only be ignored (with a ptxas warning).
+// sm_120 SM holds 1,536 threads (48 warps), so asking it for 56 would only be
+// ignored (with a ptxas warning).
 constexpr int blocks_per_sm_here(int wanted) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-  return wanted < 6 ? wanted : 6;
+  constexpr int kMost = 1536 / (kWarpsPerBlock * kWarpSize);
+  return wanted < kMost ? wanted : kMost;
 #else
   return wanted;
 #endif
@@ -97,17 +109,21 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
   const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (token >= p.num_tokens) return;
 
-  // Issue the slot and input loads together: neither depends on the other.
+  // Issue the slot, input and scale loads together: none depends on another.
   const std::int64_t slot = __ldg(p.slot_mapping + token);
   codec::LaneInputs in;
   load_lane<kLoadBytes>(p.kv_c + token * p.stride_kv_c, p.k_pe + token * p.stride_k_pe, lane, in);
-  if (!kernels::slot_in_range(p.cache, slot)) return;  // warp-uniform
+  codec::EncodeParams params = p.encode;
+  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+  std::uint32_t words[2];
+  memcpy(words, in.kv_c, 4);
+  memcpy(words + 1, in.kv_c + 8, 4);
+  const std::uint32_t arrived = words[0] ^ words[1] ^ (in.k_pe[0] | (static_cast<std::uint32_t>(in.k_pe[1]) << 16));
+  if (!once_arrived(kernels::slot_in_range(p.cache, slot), arrived)) return;  // warp-uniform
 
   codec::LaneAmax amax = Codec::template lane_amax<kDtype>(in);
   if constexpr (Codec::kLatentAmaxLanes > 1) amax.latent = warp_group_max<Codec::kLatentAmaxLanes>(amax.latent);
   if constexpr (Codec::kRopeAmax) amax.rope = warp_group_max<kWarpSize>(amax.rope);
-  codec::EncodeParams params = p.encode;
-  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
 
   if constexpr (kStoreInPlace<Codec>) {
     Codec::template encode_lane<kDtype>(lane, amax, in, params, kernels::record_address(p.cache, slot));
