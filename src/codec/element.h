@@ -101,7 +101,7 @@ MLAKV_HD void with_scale_divisor(float d, Fn&& fn) {
   std::uint32_t bits;
   memcpy(&bits, &d, sizeof(bits));
   if ((bits & 0x807FFFFFu) == 0 && bits >= 0x00800000u && bits <= 0x7E800000u) {  // 2^-126 <= d <= 2^126
-    const float r = 1.0f / d;                                                     // exact
+    const float r = __uint_as_float(0x7F000000u - bits);  // 2^-k for d = 2^k: the exponent negated
     fn([r](float x) { return x * r; });
     return;
   }
