@@ -64,8 +64,23 @@ MLAKV_HD float min_ignoring_nan(float a, float b) {
 
 MLAKV_HD float fold_amax(float amax, float x) { return max_ignoring_nan(amax, fabsf(x)); }
 
-/// x / d from r = RN(1/d): the product x * r corrected by one FMA residual
-/// step (Markstein). Where it equals the division is proven per use.
+/// The reciprocal the residual-step quotients multiply by, for a normal d
+/// with a normal reciprocal: on the GPU the hardware's approximation refined
+/// by one Newton step (no division's special-case branch on the writers'
+/// chain); the CPU divides. The exhaustive tests of every quotient built on it
+/// cover the result.
+MLAKV_HD float reciprocal_of(float d) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  return fmaf(fmaf(-d, r, 1.0f), r, r);
+#else
+  return 1.0f / d;
+#endif
+}
+
+/// x / d from r ~ 1/d: the product x * r corrected by one FMA residual step
+/// (Markstein). Where it equals the division is proven per use.
 MLAKV_HD float quotient_by_reciprocal(float x, float d, float r) {
   const float q = x * r;
   return fmaf(fmaf(-q, d, x), r, q);
@@ -73,7 +88,7 @@ MLAKV_HD float quotient_by_reciprocal(float x, float d, float r) {
 
 /// Divides many values by one positive divisor d: fn(divide) runs with a
 /// divide(x) that the CPU computes as x / d and the GPU as a product with
-/// r = RN(1/d) corrected by one FMA residual step (Markstein), which gives the
+/// r = reciprocal_of(d) corrected by one FMA residual step (Markstein), which gives the
 /// correctly rounded quotient's E4M3 code on the domains mlakv uses it for (an
 /// exhaustive GPU test proves it). Below 2^-64 the residual of a quotient that
 /// still matters would underflow, so tiny (and infinite) divisors are divided
@@ -82,7 +97,7 @@ template <class Fn>
 MLAKV_HD void with_divisor(float d, Fn&& fn) {
 #if defined(__CUDA_ARCH__)
   if (d >= 0x1p-64f && d < INFINITY) {
-    const float r = div_rn(1.0f, d);
+    const float r = reciprocal_of(d);
     fn([d, r](float x) { return copysignf(quotient_by_reciprocal(x, d, r), x); });
     return;
   }

@@ -20,7 +20,7 @@ namespace mlakv::codec {
 
 /// x / st for the pts record's token scale st (> 0, finite) and the values
 /// of its token: x <= 2688 st. The CPU divides; the GPU multiplies by
-/// r = RN(1 / st) and corrects with one FMA residual step (Markstein), one
+/// r = reciprocal_of(st) and corrects with one FMA residual step (Markstein), one
 /// reciprocal for all of a lane's divisions. Below st = 2^-64 a residual that
 /// matters could underflow, so there x and st are both first scaled by 2^126:
 /// the same real quotient, every operand and residual normal. Exhaustive GPU
@@ -31,7 +31,7 @@ class TokenScaleDivider {
 #if defined(__CUDA_ARCH__)
     prescale_ = st < 0x1p-64f ? 0x1p126f : 1.0f;
     divisor_ = st * prescale_;  // exact: a power-of-two scaling into the normal range
-    reciprocal_ = div_rn(1.0f, divisor_);
+    reciprocal_ = reciprocal_of(divisor_);
 #endif
   }
 

@@ -22,6 +22,15 @@ __device__ __forceinline__ float warp_group_max(float v) {
   return v;
 }
 
+/// The largest of the warp's amaxes. Amaxes are never negative or NaN (-0
+/// included: they start at +0), so their bit patterns order as unsigned
+/// integers exactly as the values do: one warp reduction (redux.sync) finds
+/// the same value as the butterfly of warp_group_max, whose five shuffles in a
+/// row lie on a decode step's critical path.
+__device__ __forceinline__ float warp_amax(float amax) {
+  return __uint_as_float(__reduce_max_sync(0xFFFFFFFFu, __float_as_uint(amax)));
+}
+
 /// Copies `bytes` (a multiple of 16) between 16-byte aligned buffers, lanes striding by 16 bytes.
 template <int kBytes>
 __device__ __forceinline__ void warp_copy16(void* dst, const void* src, int lane) {

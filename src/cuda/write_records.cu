@@ -122,8 +122,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
   if (!once_arrived(kernels::slot_in_range(p.cache, slot), arrived)) return;  // warp-uniform
 
   codec::LaneAmax amax = Codec::template lane_amax<kDtype>(in);
-  if constexpr (Codec::kLatentAmaxLanes > 1) amax.latent = warp_group_max<Codec::kLatentAmaxLanes>(amax.latent);
-  if constexpr (Codec::kRopeAmax) amax.rope = warp_group_max<kWarpSize>(amax.rope);
+  if constexpr (Codec::kLatentAmaxLanes == kWarpSize) {
+    amax.latent = warp_amax(amax.latent);
+  } else if constexpr (Codec::kLatentAmaxLanes > 1) {
+    amax.latent = warp_group_max<Codec::kLatentAmaxLanes>(amax.latent);
+  }
+  if constexpr (Codec::kRopeAmax) amax.rope = warp_amax(amax.rope);
 
   if constexpr (kStoreInPlace<Codec>) {
     Codec::template encode_lane<kDtype>(lane, amax, in, params, kernels::record_address(p.cache, slot));
