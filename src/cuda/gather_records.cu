@@ -46,6 +46,8 @@ __device__ __forceinline__ void store_values(Out* dst, const float* values) {
 // Each warp decodes kRowsPerWarp rows, loading all their records before
 // decoding any, so more bytes are in flight per warp (the record load depends
 // on the slot load, which would otherwise leave the warp waiting twice).
+// (Three and four rows per warp measured slower on the H200: bf16 at
+// 1,048,576 rows 0.97 -> 0.92 and 0.89 of the copy.)
 constexpr int kRowsPerWarp = 2;
 
 // kStaged: a bf16 [N, 576] row (k_pe_out right after kv_c_out, 16-byte aligned
