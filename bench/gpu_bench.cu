@@ -280,8 +280,8 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
 
   auto pattern = [&](int rep) {
     const WriterSet& w = s[rep % sets];
-    const auto blocks = static_cast<unsigned>((tokens + mlakv_bench::kPatternWarpsPerBlock - 1) /
-                                              mlakv_bench::kPatternWarpsPerBlock);
+    const auto blocks =
+        static_cast<unsigned>((tokens + mlakv_bench::kPatternWarpsPerBlock - 1) / mlakv_bench::kPatternWarpsPerBlock);
     mlakv_bench::with_record_bytes(static_cast<int>(info.record_bytes), [&](auto record_bytes) {
       mlakv_bench::writer_pattern_kernel<decltype(record_bytes)::value>
           <<<blocks, mlakv_bench::kPatternWarpsPerBlock * 32, 0, b.stream>>>(
@@ -289,8 +289,8 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
     });
   };
   const double pattern_us = graph ? b.time_graph(pattern, 64) : b.time_launches(pattern);
-  report({"writer", std::string(info.id), random ? "random" : "contiguous", graph ? "pattern-graph" : "pattern",
-          tokens, pattern_us, bytes / pattern_us / 1e3, copy, copy / pattern_us});
+  report({"writer", std::string(info.id), random ? "random" : "contiguous", graph ? "pattern-graph" : "pattern", tokens,
+          pattern_us, bytes / pattern_us / 1e3, copy, copy / pattern_us});
 
   if (format == Format::kNvfp4DsMlaFp8Rope && !graph) {
     auto baseline = [&](int rep) {

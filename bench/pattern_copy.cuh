@@ -27,8 +27,8 @@ inline constexpr int kInputBytes = (512 + 64) * 2;  // one token's bf16 latent a
 // stores the record's 16-byte chunks straight from registers (chunk c from
 // lane c % 32), the least work that moves these bytes.
 template <int kRecordBytes>
-__global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8_t* k_pe,
-                                      const std::int64_t* slots, std::uint8_t* cache, std::int64_t tokens) {
+__global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8_t* k_pe, const std::int64_t* slots,
+                                      std::uint8_t* cache, std::int64_t tokens) {
   static_assert(kRecordBytes <= kInputBytes, "a record is never larger than its inputs");
   constexpr int kChunks = kRecordBytes / 16;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -88,13 +88,21 @@ __global__ void reader_pattern_kernel(const std::uint8_t* cache, const std::int6
 template <class Fn>
 void with_record_bytes(int record_bytes, Fn&& fn) {
   switch (record_bytes) {
-    case 1152: return fn(std::integral_constant<int, 1152>{});
-    case 656: return fn(std::integral_constant<int, 656>{});
-    case 576: return fn(std::integral_constant<int, 576>{});
-    case 432: return fn(std::integral_constant<int, 432>{});
-    case 368: return fn(std::integral_constant<int, 368>{});
-    case 352: return fn(std::integral_constant<int, 352>{});
-    default: std::fprintf(stderr, "no pattern kernel for %d-byte records\n", record_bytes); std::exit(1);
+    case 1152:
+      return fn(std::integral_constant<int, 1152>{});
+    case 656:
+      return fn(std::integral_constant<int, 656>{});
+    case 576:
+      return fn(std::integral_constant<int, 576>{});
+    case 432:
+      return fn(std::integral_constant<int, 432>{});
+    case 368:
+      return fn(std::integral_constant<int, 368>{});
+    case 352:
+      return fn(std::integral_constant<int, 352>{});
+    default:
+      std::fprintf(stderr, "no pattern kernel for %d-byte records\n", record_bytes);
+      std::exit(1);
   }
 }
 

@@ -94,10 +94,8 @@ inline constexpr ThresholdTable kBoostedThresholds = table_detail::boosted_table
 
 #if defined(__CUDACC__)
 // The same rows in device memory, one copy per translation unit that uses them.
-static __device__ const ThresholdTable kBoostedThresholdsBf16Device =
-    table_detail::boosted_table<InputDtype::kBf16>();
-static __device__ const ThresholdTable kBoostedThresholdsFp16Device =
-    table_detail::boosted_table<InputDtype::kFp16>();
+static __device__ const ThresholdTable kBoostedThresholdsBf16Device = table_detail::boosted_table<InputDtype::kBf16>();
+static __device__ const ThresholdTable kBoostedThresholdsFp16Device = table_detail::boosted_table<InputDtype::kFp16>();
 #endif
 
 }  // namespace mlakv::codec

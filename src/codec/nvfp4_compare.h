@@ -120,7 +120,7 @@ struct E2m1Thresholds {
     MLAKV_UNROLL
     for (int k = 0; k < 7; ++k) {
       const float point = e2m1_decision_point(k);
-      std::uint32_t bits = PairOps<kDtype>::bits_nearest(candidate(point));
+      std::uint32_t bits = nearest_bits<kDtype>(candidate(point));
       const float at_c = value(load_input<kDtype>(static_cast<std::uint16_t>(bits)));
       if (k % 2 == 0) {
         if (at_c > bound(point)) bits -= 1;  // c already passes: the input below is the last that does not

@@ -34,9 +34,7 @@ struct PairOps<InputDtype::kBf16> {
   static constexpr std::uint32_t kInf = 0x7F807F80u;
   static constexpr int kNanShift = 4;  // __hisnan2 gives 0x3F80; >> 4 leaves bit 3 (and 19) set
   MLAKV_HD static Vec splat(float v) { return __float2bfloat162_rn(v); }
-  // The nearest value's bits, high half 0: the paired conversion splat uses
-  // (F2FP), which the writers have been measured with; the scalar one compiles to F2F.
-  MLAKV_HD static std::uint32_t bits_nearest(float v) { return bits_of(__floats2bfloat162_rn(v, 0.0f)); }
+  MLAKV_HD static Vec pair(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
 };
 
 template <>
@@ -46,8 +44,15 @@ struct PairOps<InputDtype::kFp16> {
   static constexpr std::uint32_t kInf = 0x7C007C00u;
   static constexpr int kNanShift = 7;  // __hisnan2 gives 0x3C00; >> 7 leaves bit 3 (and 19) set
   MLAKV_HD static Vec splat(float v) { return __float2half2_rn(v); }
-  MLAKV_HD static std::uint32_t bits_nearest(float v) { return bits_of(__floats2half2_rn(v, 0.0f)); }
+  MLAKV_HD static Vec pair(float lo, float hi) { return __floats2half2_rn(lo, hi); }
 };
+
+/// The bits of the input-type value nearest to v (high half 0), by the paired
+/// conversion splat uses (F2FP); the scalar one compiles to F2F.
+template <InputDtype kDtype>
+MLAKV_HD std::uint32_t nearest_bits(float v) {
+  return bits_of(PairOps<kDtype>::pair(v, 0.0f));
+}
 
 /// Half `half` (0: low, 1: high) of `word` in both halves of a word.
 MLAKV_HD std::uint32_t both_halves(std::uint32_t word, int half = 0) {

@@ -92,8 +92,8 @@ __global__ void count_quad_mismatches(unsigned long long* mismatches) {
   if (scode >= 0x7F) return;  // 0x7F is NaN, never a scale byte
   const float s = decode_e4m3(static_cast<std::uint8_t>(scode)) * (kBoosted ? kNvfp4Fp8ScaleUnboost : 1.0f);
   const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
-  const E2m1Thresholds<kDtype> thr = kBoosted ? E2m1Thresholds<kDtype>::for_boosted_scale_byte(scode)
-                                              : E2m1Thresholds<kDtype>(s);
+  const E2m1Thresholds<kDtype> thr =
+      kBoosted ? E2m1Thresholds<kDtype>::for_boosted_scale_byte(scode) : E2m1Thresholds<kDtype>(s);
   const std::uint32_t first = 8 * (blockIdx.x * blockDim.x + threadIdx.x);
   // NaN stands in as a signed zero; s == 0 (an all-zero group) meets only zeros.
   const auto meets = [s](float v) { return v == v && s != 0.0f; };

@@ -185,9 +185,9 @@ void expect_nan_free_quads_equal_the_recipe() {
     float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
     if (kRecipe == Recipe::kBoosted) s *= mlakv::codec::kNvfp4Fp8ScaleUnboost;
     const float inv_s = s > 0.0f ? 1.0f / s : 0.0f;
-    const E2m1Thresholds<kDtype> thr = kRecipe == Recipe::kStatic
-                                           ? E2m1Thresholds<kDtype>(s)
-                                           : E2m1Thresholds<kDtype>::for_boosted_scale_byte(static_cast<std::uint8_t>(scode));
+    const E2m1Thresholds<kDtype> thr =
+        kRecipe == Recipe::kStatic ? E2m1Thresholds<kDtype>(s)
+                                   : E2m1Thresholds<kDtype>::for_boosted_scale_byte(static_cast<std::uint8_t>(scode));
     // s == 0 comes from an all-zero group: only signed zeros meet it.
     const auto meets = [s](float v) { return v == v && s != 0.0f; };
     const auto recipe = [s, inv_s](float x) {
@@ -232,8 +232,8 @@ void expect_two_level_quads_equal_the_recipe() {
       const float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
       const auto meets = [a](float v) { return v == v && std::fabs(v) <= a; };
       const auto recipe = [st, s](float x) { return mlakv::codec::div_rn(mlakv::codec::div_rn(x, st), s); };
-      bad += quad_mismatches<kDtype>(E2m1Thresholds<kDtype>::for_two_level(mlakv::codec::TokenScaleDivider(st), s), meets, recipe,
-                                     "a = " + std::to_string(a) + ", s = " + std::to_string(s));
+      bad += quad_mismatches<kDtype>(E2m1Thresholds<kDtype>::for_two_level(mlakv::codec::TokenScaleDivider(st), s),
+                                     meets, recipe, "a = " + std::to_string(a) + ", s = " + std::to_string(s));
     }
   }
   EXPECT_EQ(bad, 0);
