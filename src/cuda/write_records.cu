@@ -60,7 +60,9 @@ __device__ __forceinline__ void load_lane(const std::uint8_t* kv_c_row, const st
 // too measured mixed, within the runs' spread (368 at 1 token 1.67x -> 1.59x,
 // at 8 tokens 1.68x -> 1.75x). (A persistent grid whose warps load the next
 // token while encoding one measured slower for every format: bf16 0.96 ->
-// 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens.)
+// 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens; so did a plain
+// grid-stride loop over one or two waves of four-warp blocks: bf16 0.94 ->
+// 0.82, 368 0.85 -> 0.82, fp8_ds_mla 1.00 -> 0.92.)
 template <class Codec>
 constexpr bool kStoreInPlace = requires {
   Codec::kElementDtype;
