@@ -64,23 +64,20 @@ MLAKV_HD float min_ignoring_nan(float a, float b) {
 
 MLAKV_HD float fold_amax(float amax, float x) { return max_ignoring_nan(amax, fabsf(x)); }
 
-/// The reciprocal the residual-step quotients multiply by, for a normal d
-/// with a normal reciprocal: on the GPU the hardware's approximation refined
-/// by one Newton step (no division's special-case branch on the writers'
-/// chain); the CPU divides. The exhaustive tests of every quotient built on it
-/// cover the result.
+/// RN(1/d), the reciprocal the residual-step quotients multiply by: CUDA's
+/// correctly rounded reciprocal, which for normal d is the hardware
+/// approximation and one Newton step, cheaper than the division 1 / d with
+/// its special-case check; rounded once like 1 / d on every architecture.
 MLAKV_HD float reciprocal_of(float d) {
 #if defined(__CUDA_ARCH__)
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
-  return fmaf(fmaf(-d, r, 1.0f), r, r);
+  return __frcp_rn(d);
 #else
   return 1.0f / d;
 #endif
 }
 
-/// x / d from r ~ 1/d: the product x * r corrected by one FMA residual step
-/// (Markstein). Where it equals the division is proven per use.
+/// x / d from r = RN(1/d): the product x * r corrected by one FMA residual
+/// step (Markstein). Where it equals the division is proven per use.
 MLAKV_HD float quotient_by_reciprocal(float x, float d, float r) {
   const float q = x * r;
   return fmaf(fmaf(-q, d, x), r, q);
