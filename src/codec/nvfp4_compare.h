@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The static NVFP4 recipe's E2M1 codes without a division, for the GPU.
+// NVFP4 E2M1 codes without a division per value, for the GPU: the static
+// recipe below, and per-group thresholds for the boosted (352) and two-level
+// (pts) recipes (E2m1Thresholds).
 //
 // For a 16-bit input x and a scale s > 0 that is an E4M3 value, fl(x / s)
 // passes a rounding decision point T of the E2M1 grid exactly when |x| passes
