@@ -129,6 +129,21 @@ void expect_no_mismatches(Kernel kernel, dim3 grid, const char* name, Describe d
       << name << ": e.g. " << describe(example.download<std::uint32_t>()[0]);
 }
 
+// The example word of these proofs: two patterns (the high one 15 bits) and a
+// flag that one was kept; the first mismatch to get there keeps its own.
+__device__ void keep_example(std::uint32_t* example, std::uint32_t high, std::uint32_t low) {
+  atomicCAS(example, 0u, (high << 16) | low | 0x80000000u);
+}
+
+// An example word in words: "<high> bits 0x.., <low> 0x..".
+auto describe_example(const char* high, const char* low) {
+  return [high, low](std::uint32_t e) {
+    std::ostringstream text;
+    text << high << " bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", " << low << " 0x" << (e & 0xFFFF);
+    return text.str();
+  };
+}
+
 // The pts record's two-level recipe E2M1(RN(RN(x / st) / s)) by thresholds,
 // with the device instructions: every finite nonzero token amax a (st =
 // a / 2688), every nonzero E4M3 scale s, every non-NaN x with |x| <= a.
@@ -145,7 +160,7 @@ __global__ void count_two_level_mismatches(unsigned long long* mismatches, std::
   const auto recipe = [st, s](float x) { return div_rn(div_rn(x, st), s); };
   for (std::uint32_t first = 8 * threadIdx.x; first < 0x10000u; first += 8 * blockDim.x) {
     const mlakv::test::QuadCodes codes = mlakv::test::quad_codes<kDtype>(first, thr, meets, recipe);
-    if (codes.got != codes.want && bad++ == 0) atomicCAS(example, 0u, ((blockIdx.x + 1) << 16) | first | 0x80000000u);
+    if (codes.got != codes.want && bad++ == 0) keep_example(example, blockIdx.x + 1, first);
   }
   if (bad) atomicAdd(mismatches, bad);
 }
@@ -153,11 +168,7 @@ __global__ void count_two_level_mismatches(unsigned long long* mismatches, std::
 TEST(cuda_e2m1, two_level_quads_equal_the_pts_recipe_for_every_token_amax_scale_and_input) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  const auto describe = [](std::uint32_t e) {
-    std::ostringstream text;
-    text << "token amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", inputs from 0x" << (e & 0xFFFF);
-    return text.str();
-  };
+  const auto describe = describe_example("token amax", "inputs from");
   const dim3 grid(0x7FFE, 0x7E);
   expect_no_mismatches(count_two_level_mismatches<InputDtype::kBf16>, grid, "bf16", describe);
   expect_no_mismatches(count_two_level_mismatches<InputDtype::kFp16>, grid, "fp16", describe);
@@ -177,7 +188,7 @@ __global__ void count_two_level_scale_byte_mismatches(unsigned long long* mismat
   for (std::uint32_t bits = threadIdx.x; bits <= blockIdx.x + 1; bits += blockDim.x) {
     const float g = load_input<kDtype>(static_cast<std::uint16_t>(bits));  // non-negative patterns rise with bits
     if (two_level_scale_byte(g, divide) != encode_e4m3(__fdiv_rn(__fdiv_rn(g, st), kE2m1Max)) && bad++ == 0) {
-      atomicCAS(example, 0u, ((blockIdx.x + 1) << 16) | bits | 0x80000000u);
+      keep_example(example, blockIdx.x + 1, bits);
     }
   }
   if (bad) atomicAdd(mismatches, bad);
@@ -186,11 +197,7 @@ __global__ void count_two_level_scale_byte_mismatches(unsigned long long* mismat
 TEST(cuda_division, two_level_scale_bytes_equal_the_recipe_for_every_group_and_token_amax) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  const auto describe = [](std::uint32_t e) {
-    std::ostringstream text;
-    text << "token amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", group amax bits 0x" << (e & 0xFFFF);
-    return text.str();
-  };
+  const auto describe = describe_example("token amax", "group amax bits");
   const dim3 grid(0x7FFE);
   expect_no_mismatches(count_two_level_scale_byte_mismatches<InputDtype::kBf16>, grid, "bf16", describe);
   expect_no_mismatches(count_two_level_scale_byte_mismatches<InputDtype::kFp16>, grid, "fp16", describe);
@@ -241,10 +248,7 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches, std::ui
     for (std::uint32_t bits = threadIdx.x + blockIdx.x * blockDim.x; bits < 0x10000u; bits += gridDim.x * blockDim.x) {
       const float x = load_input<kDtype>(static_cast<std::uint16_t>(bits));
       if (fabsf(x) > a) continue;  // |x| <= amax by construction
-      if (encode_e4m3(divide(x)) != encode_e4m3(__fdiv_rn(x, d))) {
-        if (bad++ == 0 && atomicCAS(example, 0u, (blockIdx.y << 16) | bits | 0x80000000u) == 0u) {
-        }
-      }
+      if (encode_e4m3(divide(x)) != encode_e4m3(__fdiv_rn(x, d)) && bad++ == 0) keep_example(example, blockIdx.y, bits);
     }
   });
   if (bad) atomicAdd(mismatches, bad);
@@ -253,11 +257,7 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches, std::ui
 TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_domain) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  const auto describe = [](std::uint32_t e) {
-    std::ostringstream text;
-    text << "amax bits 0x" << std::hex << ((e >> 16) & 0x7FFF) << ", x bits 0x" << (e & 0xFFFF);
-    return text.str();
-  };
+  const auto describe = describe_example("amax", "x bits");
   const dim3 grid(16, 0x8000);  // x in the grid-stride loop, every non-negative amax pattern in y
   expect_no_mismatches(count_divisor_mismatches<InputDtype::kBf16, true>, grid, "bf16 tile scale", describe);
   expect_no_mismatches(count_divisor_mismatches<InputDtype::kBf16, false>, grid, "bf16 rope scale", describe);
