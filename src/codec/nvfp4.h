@@ -109,6 +109,8 @@ MLAKV_HD const std::uint8_t* group_codes(const std::uint8_t* record, int g) {
 /// amax / 6 as a product with RN(1/6) and one FMA residual step: the
 /// correctly rounded quotient for every 16-bit amax (a CPU test checks all of
 /// them against the division), in a third of the division's instructions.
+/// The pts scale byte applies it to f32 quotients amax / st; its own
+/// exhaustive GPU test covers those.
 MLAKV_HD float divide_amax_by_e2m1_max(float amax) {
   return amax < INFINITY ? quotient_by_reciprocal(amax, kE2m1Max, 1.0f / kE2m1Max) : amax;
 }
@@ -187,12 +189,11 @@ MLAKV_HD void encode_latent_group_two_level(int g, const std::uint16_t* bits, co
     const std::uint8_t sbyte = two_level_scale_byte(amax, divide);
     const float s = decode_e4m3(sbyte);
     *scale = sbyte;
-    if (s == 0.0f) {
-      const std::uint8_t zeros[kNvfp4GroupSize / 2] = {};
-      store_aligned<kNvfp4GroupSize / 2>(group_codes(record, g), zeros);
-    } else {
+    if (s != 0.0f) {
       encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_two_level(divide, s),
                                          group_codes(record, g));
+    } else {
+      encode_e2m1_group_by_compare<kDtype>(bits, s, group_codes(record, g));  // all zeros for s == 0
     }
     return;
   }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA writer: one warp per token. Lane l loads its 16 latent and 2 RoPE
-// inputs, the warp combines amaxes with shuffles, every lane encodes its part
-// of the record with the shared codec, into shared memory from which the warp
-// stores the record with 16-byte stores (cache base and strides are 16-byte
-// aligned), or, for the records of whole aligned runs, straight to the cache.
+// inputs, the warp combines amaxes (shuffles within a tile, one reduction
+// across the warp), every lane encodes its part of the record with the shared
+// codec, into shared memory from which the warp stores the record with
+// 16-byte stores (cache base and strides are 16-byte aligned), or, for the
+// records of whole aligned runs, straight to the cache.
 #include <type_traits>
 
 #include "codec/codecs.h"
@@ -27,28 +28,33 @@ constexpr int kWarpsPerBlock = 4;
 
 // Lane l's 16 latent values are bytes [32l, 32l + 32) of the row: two 16-byte
 // loads when the row allows it, else eight 4-byte loads (rows are only
-// guaranteed 4-byte aligned).
+// guaranteed 4-byte aligned). Returns a word that depends on every load, for
+// once_arrived.
 template <int kLoadBytes>
-__device__ __forceinline__ void load_lane(const std::uint8_t* kv_c_row, const std::uint8_t* k_pe_row, int lane,
-                                          codec::LaneInputs& in) {
+__device__ __forceinline__ std::uint32_t load_lane(const std::uint8_t* kv_c_row, const std::uint8_t* k_pe_row, int lane,
+                                                   codec::LaneInputs& in) {
   constexpr int kLatentBytes = codec::kLatentPerLane * 2;
   constexpr int kRopeBytes = codec::kRopePerLane * 2;
   static_assert(kRopeBytes == 4, "two RoPE values are one 32-bit load");
   const std::uint8_t* src = kv_c_row + lane * kLatentBytes;
+  const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe_row + lane * kRopeBytes));
+  memcpy(in.k_pe, &r, 4);
+  std::uint32_t every_load = r;
   if constexpr (kLoadBytes == 16) {
     const uint4 a = __ldg(reinterpret_cast<const uint4*>(src));
     const uint4 b = __ldg(reinterpret_cast<const uint4*>(src) + 1);
     memcpy(in.kv_c, &a, 16);
     memcpy(in.kv_c + 8, &b, 16);
+    every_load ^= a.x ^ b.x;
   } else {
 #pragma unroll
     for (int i = 0; i < kLatentBytes / 4; ++i) {
       const unsigned w = __ldg(reinterpret_cast<const unsigned*>(src) + i);
       memcpy(in.kv_c + 2 * i, &w, 4);
+      every_load ^= w;
     }
   }
-  const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe_row + lane * kRopeBytes));
-  memcpy(in.k_pe, &r, 4);
+  return every_load;
 }
 
 // Records whose lanes write whole aligned runs (the 16-bit copies, one E4M3
@@ -115,13 +121,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
   // Issue the slot, input and scale loads together: none depends on another.
   const std::int64_t slot = __ldg(p.slot_mapping + token);
   codec::LaneInputs in;
-  load_lane<kLoadBytes>(p.kv_c + token * p.stride_kv_c, p.k_pe + token * p.stride_k_pe, lane, in);
+  const std::uint32_t arrived =
+      load_lane<kLoadBytes>(p.kv_c + token * p.stride_kv_c, p.k_pe + token * p.stride_k_pe, lane, in);
   codec::EncodeParams params = p.encode;
   if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-  std::uint32_t words[2];
-  memcpy(words, in.kv_c, 4);
-  memcpy(words + 1, in.kv_c + 8, 4);
-  const std::uint32_t arrived = words[0] ^ words[1] ^ (in.k_pe[0] | (static_cast<std::uint32_t>(in.k_pe[1]) << 16));
   if (!once_arrived(kernels::slot_in_range(p.cache, slot), arrived)) return;  // warp-uniform
 
   codec::LaneAmax amax = Codec::template lane_amax<kDtype>(in);
