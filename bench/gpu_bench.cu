@@ -12,8 +12,9 @@
 // and rotates over buffer sets; decode-regime runs (1..1024 tokens) replay a
 // CUDA graph of many launches over rotating buffer sets.
 // Rows of variant "pattern" ("pattern-graph" in the decode regime) time the
-// same loads and stores with the encoding taken out (pattern_copy.cuh): the
-// most a kernel of that structure and access pattern could reach.
+// same loads and stores with the encoding taken out (pattern_copy.cuh): a
+// reference for what the access pattern costs by itself, not a bound (the
+// tuned readers and some writers beat it).
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
