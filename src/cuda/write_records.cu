@@ -68,7 +68,21 @@ __device__ __forceinline__ std::uint32_t load_lane(const std::uint8_t* kv_c_row,
 // token while encoding one measured slower for every format: bf16 0.96 ->
 // 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens; so did a plain
 // grid-stride loop over one or two waves of four-warp blocks: bf16 0.94 ->
-// 0.82, 368 0.85 -> 0.82, fp8_ds_mla 1.00 -> 0.92.)
+// 0.82, 368 0.85 -> 0.82, fp8_ds_mla 1.00 -> 0.92; and so did persistent
+// warps that prefetch the next one or two tokens' inputs into shared memory
+// with cp.async: 0.54-0.85 of the copy against 0.68-1.02 for the formats
+// staged here, at 65,536 and 1,048,576 tokens.)
+//
+// A decode step's launch is one warp's chain per token. Two wider layouts
+// were timed on the H200 (CUDA-graph replay, same run) and not kept. A token
+// over 128 threads, four latent values each (group amaxes by shuffles, the
+// fp8_ds_mla tile amax one warp reduction), its RoPE on a fifth warp,
+// records stored in place: 368 at 2 / 8 / 64 / 256 / 1,024 tokens 1.36 /
+// 1.40 / 1.62 / 1.67 / 1.92 us -> 1.20 / 1.26 / 1.51 / 1.64 / 2.24 us (the
+// copy: 0.85 / 1.08 / 1.14 / 1.18 / 1.37 us), fp8_ds_mla at one token 1.29
+// -> 1.20 us (copy 0.86): about a tenth less below 256 tokens, more above,
+// and still 1.4x the copy where the target is 1.25x. A latent warp beside a
+// RoPE warp, the record staged in shared memory: slower (368: 1.36 -> 1.44 us).
 template <class Codec>
 constexpr bool kStoreInPlace = requires {
   Codec::kElementDtype;
