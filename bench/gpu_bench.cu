@@ -120,6 +120,7 @@ struct Bench {
   cudaStream_t stream{};
   Timer timer;
   int repeats = 15;
+  float k_scale = 1.0f;  // fp8_e4m3's scale in writer and reader runs
   Bench() {
     CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -263,7 +264,7 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
     fill_bf16(b, *s[i].k_pe, 100 + i);
     CHECK_CUDA(cudaMemcpy(s[i].slots->ptr, slots.data(), slots.size() * 8, cudaMemcpyHostToDevice));
   }
-  float k_scale = 1.0f;
+  float k_scale = b.k_scale;
   const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
   const mlakv::Device cuda{mlakv::DeviceType::kCuda, 0};
   auto launch = [&](int rep) {
@@ -318,7 +319,7 @@ void bench_reader(Bench& b, Format format, std::int64_t tokens, bool random, int
     CHECK_CUDA(cudaMemset(s[i].cache->ptr, 0x11, s[i].cache->bytes));  // finite records in every format
     outs.push_back(std::make_unique<Device>(static_cast<std::size_t>(tokens) * 576 * 2));
   }
-  float k_scale = 1.0f;
+  float k_scale = b.k_scale;
   const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
   mlakv::GatherOptions options;
   options.scale = &scale;
@@ -381,7 +382,7 @@ void bench_attention(Bench& b, Format format, std::int64_t rows, std::int64_t he
   const std::size_t ws_bytes = mlakv::sparse_mla_decode_workspace_size(rows, heads, topk, cuda);
   Device workspace(ws_bytes);
   Device gathered(static_cast<std::size_t>(rows * topk * 1152));
-  float k_scale = 1.0f;
+  float k_scale = b.k_scale;
   const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
   const TensorView ws = mlakv::make_view(workspace.ptr, DType::kUInt8, {static_cast<std::int64_t>(ws_bytes)}, cuda);
   mlakv::SparseDecodeOptions options;
@@ -428,13 +429,14 @@ void bench_attention(Bench& b, Format format, std::int64_t rows, std::int64_t he
   g_results.push_back(std::move(r));
 }
 
-void write_json(const std::string& path, const std::string& device, const std::string& commit) {
+void write_json(const std::string& path, const std::string& device, const std::string& commit, float k_scale) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());
     std::exit(2);
   }
-  std::fprintf(f, "{\"device\": \"%s\", \"commit\": \"%s\", \"measurements\": [\n", device.c_str(), commit.c_str());
+  std::fprintf(f, "{\"device\": \"%s\", \"commit\": \"%s\", \"k_scale\": %.9g, \"measurements\": [\n", device.c_str(),
+               commit.c_str(), static_cast<double>(k_scale));
   for (std::size_t i = 0; i < g_results.size(); ++i) {
     const Result& r = g_results[i];
     std::fprintf(f,
@@ -475,13 +477,19 @@ int main(int argc, char** argv) {
   app.add_option("--rows", attention_rows, "Attention: query rows R");
   app.add_option("--heads", attention_heads, "Attention: heads H");
   app.add_option("--op", ops, "Which measurements: writer, decode, reader, attention (default: all)");
+  float k_scale = 1.0f;
+  app.add_option("--k-scale", k_scale,
+                 "fp8_e4m3's k_scale in writer and reader runs (default 1; a power of two is a multiplication, "
+                 "any other scale a division per value)");
   CLI11_PARSE(app, argc, argv);
 
   Bench b;
   if (quick) b.repeats = 5;
+  b.k_scale = k_scale;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s (%d SMs), mlakv %s, commit %s\n", prop.name, b.sms, mlakv::kVersion, commit.c_str());
+  std::printf("device: %s (%d SMs), mlakv %s, commit %s, k_scale %g\n", prop.name, b.sms, mlakv::kVersion,
+              commit.c_str(), static_cast<double>(k_scale));
   std::printf("%-7s %-26s %-10s %8s %-10s %10s %9s %10s %7s\n", "op", "format", "variant", "tokens", "slots", "us",
               "GB/s", "copy us", "x copy");
   const auto wanted = [&](const mlakv::FormatInfo& info) {
@@ -513,6 +521,6 @@ int main(int argc, char** argv) {
       for (const std::int64_t rows : attention_rows) bench_attention(b, format, rows, heads, 2048);
     }
   }
-  if (!json.empty()) write_json(json, prop.name, commit);
+  if (!json.empty()) write_json(json, prop.name, commit, k_scale);
   return 0;
 }

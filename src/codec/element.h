@@ -102,11 +102,30 @@ MLAKV_HD void with_divisor(float d, Fn&& fn) {
   fn([d](float x) { return div_rn(x, d); });
 }
 
-/// Divides many values by one caller-given scale d: fn(divide) runs with a
-/// divide(x) that is x / d, except that the GPU multiplies by 1/d when d is a
-/// power of two whose reciprocal is a normal f32. x / 2^k and x * 2^-k are the
-/// same real number rounded once, so the two agree for every x (subnormal,
-/// infinite and NaN results included); any other d is divided.
+/// x / d as far as its E4M3 code tells, for a 16-bit input x and a divisor
+/// d in [2^-64, 2^64] with r = reciprocal_of(d). Below |x * r| = 2^20 it is
+/// the residual-step quotient, sign copied from x: while the quotient can
+/// still round to a nonzero code below 448 (above 2^-11), every intermediate
+/// is a normal f32, so the result does not depend on where in that range d
+/// lies, and an exhaustive GPU test over every 16-bit x and every f32 d of
+/// three binades proves it gives the correctly rounded quotient's code
+/// (cuda_division.k_scale_quotients_give_the_codes_of_the_division_for_every_input).
+/// From 2^20 on (inf and NaN included) the product itself is returned: it
+/// saturates to the same code as the quotient, which is past 448 too.
+MLAKV_HD float quotient_for_e4m3(float x, float d, float r) {
+  const float q = x * r;
+  if (!(fabsf(q) < 0x1p20f)) return q;
+  return copysignf(fmaf(fmaf(-q, d, x), r, q), x);
+}
+
+/// Divides many values by one caller-given scale d for their E4M3 codes:
+/// fn(divide) runs with a divide(x) that the CPU computes as x / d. The GPU
+/// multiplies by 1/d when d is a power of two whose reciprocal is a normal
+/// f32 (x / 2^k and x * 2^-k are the same real number rounded once, so the
+/// two agree for every x, subnormal, infinite and NaN results included);
+/// takes quotient_for_e4m3 for any other d in [2^-64, 2^64] (a calibrated
+/// k_scale: a product, two FMAs and a range check per value where a division
+/// takes about ten instructions and a branch); and divides the rest.
 template <class Fn>
 MLAKV_HD void with_scale_divisor(float d, Fn&& fn) {
 #if defined(__CUDA_ARCH__)
@@ -115,6 +134,11 @@ MLAKV_HD void with_scale_divisor(float d, Fn&& fn) {
   if ((bits & 0x807FFFFFu) == 0 && bits >= 0x00800000u && bits <= 0x7E800000u) {  // 2^-126 <= d <= 2^126
     const float r = __uint_as_float(0x7F000000u - bits);  // 2^-k for d = 2^k: the exponent negated
     fn([r](float x) { return x * r; });
+    return;
+  }
+  if (d >= 0x1p-64f && d <= 0x1p64f) {
+    const float r = reciprocal_of(d);
+    fn([d, r](float x) { return quotient_for_e4m3(x, d, r); });
     return;
   }
 #endif

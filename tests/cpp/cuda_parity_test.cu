@@ -265,6 +265,57 @@ TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_doma
   expect_no_mismatches(count_divisor_mismatches<InputDtype::kFp16, false>, grid, "fp16 rope scale", describe);
 }
 
+// fp8_e4m3's division by a k_scale on the GPU (with_scale_divisor: a product
+// for powers of two, quotient_for_e4m3 for the others) gives the E4M3 code of
+// the correctly rounded quotient for every 16-bit input x and every f32 d of
+// three binades: [2^-64, 2^-63) and [2^63, 2^64), the ends of the range the
+// residual step is taken on, and [1, 2). Within that range a quotient that
+// rounds to a code other than 0 or 448 has only normal intermediates, so
+// which binade d lies in does not change whether it is right.
+template <mlakv::codec::InputDtype kDtype>
+__global__ void count_k_scale_mismatches(std::uint32_t binade, unsigned long long* mismatches,
+                                         std::uint32_t* example) {
+  using namespace mlakv::codec;
+  const std::uint32_t d_bits = binade | (blockIdx.x * blockDim.x + threadIdx.x);
+  const float d = __uint_as_float(d_bits);
+  unsigned long long bad = 0;
+  with_scale_divisor(d, [&](auto divide) {
+    for (std::uint32_t bits = 0; bits <= 0xFFFFu; ++bits) {
+      const float x = load_input<kDtype>(static_cast<std::uint16_t>(bits));
+      if (encode_e4m3(divide(x)) != encode_e4m3(__fdiv_rn(x, d)) && bad++ == 0 &&
+          atomicCAS(example, 0u, d_bits) == 0u) {
+        example[1] = bits;
+      }
+    }
+  });
+  if (bad) atomicAdd(mismatches, bad);
+}
+
+TEST(cuda_division, k_scale_quotients_give_the_codes_of_the_division_for_every_input) {
+  MLAKV_REQUIRE_GPU();
+  using mlakv::codec::InputDtype;
+  const std::uint32_t binades[] = {0x1F800000u, 0x3F800000u, 0x5F000000u};
+  for (const bool bf16 : {true, false}) {
+    for (const std::uint32_t binade : binades) {
+      DeviceBuffer mismatches(sizeof(unsigned long long)), example(2 * sizeof(std::uint32_t));
+      cudaMemset(mismatches.get(), 0, mismatches.bytes());
+      cudaMemset(example.get(), 0, example.bytes());
+      const unsigned blocks = (1u << 23) / 256;  // one thread per mantissa of d
+      if (bf16) {
+        count_k_scale_mismatches<InputDtype::kBf16>
+            <<<blocks, 256>>>(binade, mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
+      } else {
+        count_k_scale_mismatches<InputDtype::kFp16>
+            <<<blocks, 256>>>(binade, mismatches.get<unsigned long long>(), example.get<std::uint32_t>());
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const auto e = example.download<std::uint32_t>();
+      EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
+          << (bf16 ? "bf16" : "fp16") << ": e.g. k_scale bits 0x" << std::hex << e[0] << ", x bits 0x" << e[1];
+    }
+  }
+}
+
 // decode_latent_group_bf16 on the GPU (bf16 byte permutes and bf16x2
 // products) equals encode_bf16(decode_E2M1 * scale) for every code and scale
 // byte, with and without the 352 record's 2^-6 unboost and with pts outer scales.

@@ -268,6 +268,52 @@ TEST(element_conversion, amax_over_six_by_residual_is_the_division_for_every_fp1
   expect_amax_over_six_exact<InputDtype::kFp16>();
 }
 
+// The GPU's quotient for a k_scale that is not a power of two gives the E4M3
+// code of the division (the GPU proof covers every d of three binades). A
+// random d almost never puts a quotient near a rounding point of E4M3, so
+// these divisors are chosen to: for every significand of the input type and
+// every 5-bit significand M of a point (E4M3 midpoints, normal and
+// subnormal), d = significand / M and its four nearest f32 neighbours, near
+// both ends of the range and at 1, against every input with that significand.
+template <InputDtype kDtype>
+void expect_k_scale_quotients_give_the_division_codes() {
+  constexpr int kMantissaBits = kDtype == InputDtype::kBf16 ? 7 : 10;
+  constexpr int kExponentBits = 15 - kMantissaBits;
+  const float scales[] = {0x1p-63f, 1.0f, 0x1p62f};
+  int bad = 0;
+  for (std::uint32_t m = 0; m < (1u << kMantissaBits); ++m) {
+    const float significand = 1.0f + static_cast<float>(m) / static_cast<float>(1u << kMantissaBits);
+    for (int point = 16; point < 32; ++point) {
+      for (const float scale : scales) {
+        float d = significand / (static_cast<float>(point) / 16.0f) * scale;
+        d = std::nextafter(std::nextafter(d, 0.0f), 0.0f);
+        for (int neighbour = 0; neighbour < 5; ++neighbour, d = std::nextafter(d, INFINITY)) {
+          const float r = 1.0f / d;
+          for (std::uint32_t high = 0; high < (2u << kExponentBits); ++high) {  // sign and exponent
+            const auto bits = static_cast<std::uint16_t>((high << kMantissaBits) | m);
+            const float x = mlakv::codec::load_input<kDtype>(bits);
+            const std::uint8_t got = mlakv::codec::encode_e4m3(mlakv::codec::quotient_for_e4m3(x, d, r));
+            const std::uint8_t want = mlakv::codec::encode_e4m3(x / d);
+            if (got != want && bad++ < 5) {
+              ADD_FAILURE() << "k_scale " << d << ", x bits 0x" << std::hex << bits << ": 0x" << int{got} << " != 0x"
+                            << int{want};
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(element_conversion, k_scale_quotients_give_the_division_codes_for_every_bf16_input) {
+  expect_k_scale_quotients_give_the_division_codes<InputDtype::kBf16>();
+}
+
+TEST(element_conversion, k_scale_quotients_give_the_division_codes_for_every_fp16_input) {
+  expect_k_scale_quotients_give_the_division_codes<InputDtype::kFp16>();
+}
+
 TEST(element_conversion, widening_is_exact_for_every_pattern) {
   for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const float bf = mlakv::codec::load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(bits));
