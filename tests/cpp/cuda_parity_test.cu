@@ -273,8 +273,7 @@ TEST(cuda_division, shared_divisor_gives_the_correctly_rounded_codes_on_its_doma
 // rounds to a code other than 0 or 448 has only normal intermediates, so
 // which binade d lies in does not change whether it is right.
 template <mlakv::codec::InputDtype kDtype>
-__global__ void count_k_scale_mismatches(std::uint32_t binade, unsigned long long* mismatches,
-                                         std::uint32_t* example) {
+__global__ void count_k_scale_mismatches(std::uint32_t binade, unsigned long long* mismatches, std::uint32_t* example) {
   using namespace mlakv::codec;
   const std::uint32_t d_bits = binade | (blockIdx.x * blockDim.x + threadIdx.x);
   const float d = __uint_as_float(d_bits);
