@@ -16,7 +16,15 @@ struct CodecFp8DsMla {
   static constexpr bool kRopeAmax = false;
 
   /// ts = max(amax / 448, FLT_MIN): never zero, so a zero tile divides cleanly.
-  MLAKV_HD static float tile_scale(float amax) { return fmaxf(div_rn(amax, kE4m3Max), FLT_MIN); }
+  /// The GPU divides by a product and a residual step, the same quotient for
+  /// every amax (divide_amax_by_e4m3_max), off a decode step's critical path.
+  MLAKV_HD static float tile_scale(float amax) {
+#if defined(__CUDA_ARCH__)
+    return fmaxf(divide_amax_by_e4m3_max(amax), FLT_MIN);
+#else
+    return fmaxf(div_rn(amax, kE4m3Max), FLT_MIN);
+#endif
+  }
 
   template <InputDtype kDtype>
   MLAKV_HD static LaneAmax lane_amax(const LaneInputs& in) {

@@ -115,6 +115,12 @@ MLAKV_HD float divide_amax_by_e2m1_max(float amax) {
   return amax < INFINITY ? quotient_by_reciprocal(amax, kE2m1Max, 1.0f / kE2m1Max) : amax;
 }
 
+/// amax / 448 the same way, for the fp8_ds_mla tile scale: the correctly
+/// rounded quotient for every 16-bit amax (a CPU test checks all of them).
+MLAKV_HD float divide_amax_by_e4m3_max(float amax) {
+  return amax < INFINITY ? quotient_by_reciprocal(amax, kE4m3Max, kInvE4m3Max) : amax;
+}
+
 /// Group g of the static NVFP4 latent (the 432 and 368 records). The CPU
 /// follows ABI.md literally; the GPU counts decision points instead of
 /// dividing (codec/nvfp4_compare.h), proven equal exhaustively, and takes

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codec/element.h"
+#include "codec/fp8_ds_mla.h"
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "cuda_support.h"
@@ -241,7 +242,7 @@ __global__ void count_divisor_mismatches(unsigned long long* mismatches, std::ui
   using namespace mlakv::codec;
   const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.y));  // non-negative amax patterns
   if (!(a == a)) return;
-  const float d = kTileScale ? fmaxf(div_rn(a, 448.0f), FLT_MIN) : a * kInvE4m3Max;
+  const float d = kTileScale ? CodecFp8DsMla::tile_scale(a) : a * kInvE4m3Max;
   if (d == 0.0f) return;  // the RoPE guard stores 0 without dividing
   unsigned long long bad = 0;
   with_divisor(d, [&](auto divide) {

@@ -268,6 +268,25 @@ TEST(element_conversion, amax_over_six_by_residual_is_the_division_for_every_fp1
   expect_amax_over_six_exact<InputDtype::kFp16>();
 }
 
+// The GPU's fp8_ds_mla tile scale divides amax by 448 the same way.
+template <InputDtype kDtype>
+void expect_amax_over_448_exact() {
+  for (std::uint32_t bits = 0; bits < 0x8000; ++bits) {
+    const float amax = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(bits));
+    if (amax != amax) continue;
+    const float got = mlakv::codec::divide_amax_by_e4m3_max(amax);
+    ASSERT_EQ(mlakv::test::f32_bits(got), mlakv::test::f32_bits(amax / 448.0f)) << "amax bits 0x" << std::hex << bits;
+  }
+}
+
+TEST(element_conversion, amax_over_448_by_residual_is_the_division_for_every_bf16_amax) {
+  expect_amax_over_448_exact<InputDtype::kBf16>();
+}
+
+TEST(element_conversion, amax_over_448_by_residual_is_the_division_for_every_fp16_amax) {
+  expect_amax_over_448_exact<InputDtype::kFp16>();
+}
+
 // The GPU's quotient for a k_scale that is not a power of two gives the E4M3
 // code of the division (the GPU proof covers every d of three binades). A
 // random d almost never puts a quotient near a rounding point of E4M3, so
