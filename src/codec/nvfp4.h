@@ -219,14 +219,19 @@ MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, float unboo
 /// The scaled E4M3 RoPE of the 368-byte records: rs = amax * (1/448).
 MLAKV_HD float rope_scale(float rope_amax) { return rope_amax * kInvE4m3Max; }
 
-/// A lane's RoPE codes rs == 0 ? 0 : E4M3(r / rs), stored as one 2-byte access.
+/// A thread's one or two RoPE codes rs == 0 ? 0 : E4M3(r / rs), stored as
+/// one access. They are kept in one 16-bit word, low byte first: a byte array
+/// costs the GPU byte extractions and a permute to put the word back together.
 template <InputDtype kDtype, int kN>
 MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::uint8_t* codes) {
-  std::uint8_t out[kN] = {};
+  static_assert(kN == 1 || kN == 2, "one or two RoPE values per thread");
+  std::uint16_t word = 0;
   if (rs != 0.0f) {
-    with_divisor(rs, [&](auto divide) { encode_e4m3_quotients<kDtype, kN>(bits, divide, out); });
+    with_divisor(rs, [&](auto divide) {
+      encode_e4m3_quotients<kDtype, kN>(bits, divide, reinterpret_cast<std::uint8_t*>(&word));
+    });
   }
-  store_aligned<kN>(codes, out);
+  store_aligned<kN>(codes, reinterpret_cast<const std::uint8_t*>(&word));
 }
 
 }  // namespace mlakv::codec

@@ -20,13 +20,13 @@ struct CodecNvfp4DsMlaFp8Rope {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
-    encode_latent_group_static<kDtype>(lane, in.kv_c, record);
     const float rs = rope_scale(amax.rope);
     encode_rope_scaled_e4m3<kDtype, kRopePerLane>(in.k_pe, rs, record + Spec::kRope.offset + lane * kRopePerLane);
     if (lane == 0) {
       store_f32(record + Spec::kRopeScale.offset, rs);
       zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
     }
+    encode_latent_group_static<kDtype>(lane, in.kv_c, record);
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to

@@ -13,9 +13,7 @@ struct CodecNvfp4Fp8DsMla {
   static constexpr bool kRopeAmax = false;
 
   // fmaxf before fminf: a NaN RoPE value becomes -448 (ABI.md).
-  MLAKV_HD static std::uint8_t encode_rope(float r) {
-    return encode_e4m3(min_ignoring_nan(max_ignoring_nan(r, -kE4m3Max), kE4m3Max));
-  }
+  MLAKV_HD static float clamp_rope(float r) { return min_ignoring_nan(max_ignoring_nan(r, -kE4m3Max), kE4m3Max); }
 
   template <InputDtype kDtype>
   MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {
@@ -26,10 +24,10 @@ struct CodecNvfp4Fp8DsMla {
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
     encode_latent_group_boosted<kDtype>(lane, in.kv_c, record);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) {
-      record[Spec::kRope.offset + lane * kRopePerLane + i] = encode_rope(load_input<kDtype>(in.k_pe[i]));
-    }
+    static_assert(kRopePerLane == 2, "a lane's two RoPE codes are one 2-byte store");
+    const std::uint16_t two = encode_e4m3x2(clamp_rope(load_input<kDtype>(in.k_pe[0])),
+                                            clamp_rope(load_input<kDtype>(in.k_pe[1])));
+    store_u16(record + Spec::kRope.offset + lane * kRopePerLane, two);
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to

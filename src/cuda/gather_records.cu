@@ -61,8 +61,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) decode_records_kern
   constexpr int kChunks = kRecordBytes / 16;                             // 16-byte pieces of a record
   constexpr int kChunksPerLane = (kChunks + kWarpSize - 1) / kWarpSize;  // 1..3
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock][kRowsPerWarp];
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);  // unsigned: a shift, not a signed division
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const std::int64_t first_row = (static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp) * kRowsPerWarp;
   if (first_row >= p.num_rows) return;
 

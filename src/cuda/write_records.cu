@@ -127,8 +127,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
     encode_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);  // unsigned: a shift, not a signed division
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (token >= p.num_tokens) return;
 
