@@ -25,8 +25,8 @@ struct CodecNvfp4Fp8DsMla {
                                    std::uint8_t* record) {
     encode_latent_group_boosted<kDtype>(lane, in.kv_c, record);
     static_assert(kRopePerLane == 2, "a lane's two RoPE codes are one 2-byte store");
-    const std::uint16_t two = encode_e4m3x2(clamp_rope(load_input<kDtype>(in.k_pe[0])),
-                                            clamp_rope(load_input<kDtype>(in.k_pe[1])));
+    const std::uint16_t two =
+        encode_e4m3x2(clamp_rope(load_input<kDtype>(in.k_pe[0])), clamp_rope(load_input<kDtype>(in.k_pe[1])));
     store_u16(record + Spec::kRope.offset + lane * kRopePerLane, two);
   }
 
