@@ -94,23 +94,32 @@ MLAKV_HD std::uint32_t sign_bytes(std::uint32_t lo, std::uint32_t hi) {
 
 /// max(|x|) over kN inputs (kN even), NaNs ignored, as f32: exactly the
 /// scalar fold's value, since the largest of a set does not depend on how it
-/// is found. `nan_free` tells whether no input was NaN.
+/// is found. `nan_free` tells whether no input was NaN; asking for it, the
+/// max is taken NaN-propagating, which without a NaN is the amax itself, and
+/// taken again ignoring NaN only where there was one (rare: those groups leave
+/// the fast path anyway), so the common case makes one max per pair, not two.
 template <InputDtype kDtype, int kN>
 MLAKV_HD float pair_amax(const std::uint16_t* bits, bool* nan_free = nullptr) {
   static_assert(kN % 2 == 0, "inputs come in pairs");
   using Vec = typename PairOps<kDtype>::Vec;
+  const auto larger_half = [](Vec v) {
+    const std::uint32_t m = bits_of(v);
+    return fmaxf(load_input<kDtype>(static_cast<std::uint16_t>(m & 0xFFFFu)),
+                 load_input<kDtype>(static_cast<std::uint16_t>(m >> 16)));
+  };
+  if (nan_free != nullptr) {
+    Vec with_nan = vec_from_bits<Vec>(0u);
+    MLAKV_UNROLL
+    for (int i = 0; i < kN / 2; ++i) with_nan = __hmax2_nan(with_nan, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));
+    *nan_free = bits_of(__hisnan2(with_nan)) == 0u;
+    if (*nan_free) return larger_half(with_nan);
+  }
   Vec amax = vec_from_bits<Vec>(0u);
-  Vec with_nan = vec_from_bits<Vec>(0u);
   MLAKV_UNROLL
   for (int i = 0; i < kN / 2; ++i) {
-    const Vec a = __habs2(vec_from_bits<Vec>(input_pair(bits, i)));
-    amax = __hmax2(amax, a);  // the other operand when one is NaN, as fmaxf
-    if (nan_free != nullptr) with_nan = __hmax2_nan(with_nan, a);
+    amax = __hmax2(amax, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));  // the other operand when one is NaN, as fmaxf
   }
-  if (nan_free != nullptr) *nan_free = bits_of(__hisnan2(with_nan)) == 0u;
-  const std::uint32_t m = bits_of(amax);
-  return fmaxf(load_input<kDtype>(static_cast<std::uint16_t>(m & 0xFFFFu)),
-               load_input<kDtype>(static_cast<std::uint16_t>(m >> 16)));
+  return larger_half(amax);
 }
 
 }  // namespace mlakv::codec
