@@ -117,7 +117,8 @@ MLAKV_HD float pair_amax(const std::uint16_t* bits, bool* nan_free = nullptr) {
   Vec amax = vec_from_bits<Vec>(0u);
   MLAKV_UNROLL
   for (int i = 0; i < kN / 2; ++i) {
-    amax = __hmax2(amax, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));  // the other operand when one is NaN, as fmaxf
+    // __hmax2 takes the other operand when one is NaN, as fmaxf does.
+    amax = __hmax2(amax, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));
   }
   return larger_half(amax);
 }
