@@ -129,15 +129,19 @@ template <InputDtype kDtype>
 MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::uint8_t* record) {
 #if defined(__CUDA_ARCH__)
   bool nan_free = true;
-  const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
+  const float amax = pair_amax_or_nan<kDtype, kNvfp4GroupSize>(bits, &nan_free);
   const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax));
-  record[Nvfp4Latent::kGroupScales.offset + g] = sbyte;
   const float s = decode_e4m3(sbyte);
   if (nan_free && s != 0.0f) {
+    record[Nvfp4Latent::kGroupScales.offset + g] = sbyte;
     encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>(s), group_codes(record, g));
-  } else {
-    encode_e2m1_group_by_compare<kDtype>(bits, s, group_codes(record, g));  // all zeros for s == 0
+    return;
   }
+  // A group holding a NaN takes its amax again, ignoring the NaN; s == 0 gives all-zero codes.
+  const std::uint8_t slow_sbyte =
+      nan_free ? sbyte : encode_e4m3(divide_amax_by_e2m1_max(pair_amax<kDtype, kNvfp4GroupSize>(bits)));
+  record[Nvfp4Latent::kGroupScales.offset + g] = slow_sbyte;
+  encode_e2m1_group_by_compare<kDtype>(bits, decode_e4m3(slow_sbyte), group_codes(record, g));
 #else
   float x[kNvfp4GroupSize];
   load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
@@ -155,7 +159,7 @@ MLAKV_HD void encode_latent_group_boosted(int g, const std::uint16_t* bits, std:
   std::uint8_t* scale = record + Nvfp4Latent::kGroupScales.offset + g;
 #if defined(__CUDA_ARCH__)
   bool nan_free = true;
-  const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
+  const float amax = pair_amax_or_nan<kDtype, kNvfp4GroupSize>(bits, &nan_free);  // the amax where nan_free
   if (nan_free) {
     const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax) * kNvfp4Fp8ScaleBoost);
     *scale = sbyte;
@@ -190,7 +194,7 @@ MLAKV_HD void encode_latent_group_two_level(int g, const std::uint16_t* bits, co
   std::uint8_t* scale = record + Nvfp4Latent::kGroupScales.offset + g;
 #if defined(__CUDA_ARCH__)
   bool nan_free = true;
-  const float amax = pair_amax<kDtype, kNvfp4GroupSize>(bits, &nan_free);
+  const float amax = pair_amax_or_nan<kDtype, kNvfp4GroupSize>(bits, &nan_free);  // the amax where nan_free
   if (nan_free && divide.token_scale() < INFINITY) {
     const std::uint8_t sbyte = two_level_scale_byte(amax, divide);
     const float s = decode_e4m3(sbyte);

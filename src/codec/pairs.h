@@ -92,35 +92,44 @@ MLAKV_HD std::uint32_t sign_bytes(std::uint32_t lo, std::uint32_t hi) {
 #endif
 }
 
+/// The larger half of a pair of 16-bit values, as f32.
+template <InputDtype kDtype, class Vec>
+MLAKV_HD float larger_half(Vec v) {
+  const std::uint32_t m = bits_of(v);
+  return fmaxf(load_input<kDtype>(static_cast<std::uint16_t>(m & 0xFFFFu)),
+               load_input<kDtype>(static_cast<std::uint16_t>(m >> 16)));
+}
+
 /// max(|x|) over kN inputs (kN even), NaNs ignored, as f32: exactly the
 /// scalar fold's value, since the largest of a set does not depend on how it
-/// is found. `nan_free` tells whether no input was NaN; asking for it, the
-/// max is taken NaN-propagating, which without a NaN is the amax itself, and
-/// taken again ignoring NaN only where there was one (rare: those groups leave
-/// the fast path anyway), so the common case makes one max per pair, not two.
+/// is found.
 template <InputDtype kDtype, int kN>
-MLAKV_HD float pair_amax(const std::uint16_t* bits, bool* nan_free = nullptr) {
+MLAKV_HD float pair_amax(const std::uint16_t* bits) {
   static_assert(kN % 2 == 0, "inputs come in pairs");
   using Vec = typename PairOps<kDtype>::Vec;
-  const auto larger_half = [](Vec v) {
-    const std::uint32_t m = bits_of(v);
-    return fmaxf(load_input<kDtype>(static_cast<std::uint16_t>(m & 0xFFFFu)),
-                 load_input<kDtype>(static_cast<std::uint16_t>(m >> 16)));
-  };
-  if (nan_free != nullptr) {
-    Vec with_nan = vec_from_bits<Vec>(0u);
-    MLAKV_UNROLL
-    for (int i = 0; i < kN / 2; ++i) with_nan = __hmax2_nan(with_nan, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));
-    *nan_free = bits_of(__hisnan2(with_nan)) == 0u;
-    if (*nan_free) return larger_half(with_nan);
-  }
   Vec amax = vec_from_bits<Vec>(0u);
   MLAKV_UNROLL
   for (int i = 0; i < kN / 2; ++i) {
     // __hmax2 takes the other operand when one is NaN, as fmaxf does.
     amax = __hmax2(amax, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));
   }
-  return larger_half(amax);
+  return larger_half<kDtype>(amax);
+}
+
+/// The same max taken NaN-propagating, one max per pair: pair_amax's value
+/// when no input is NaN (`nan_free`), else a value to discard. The group
+/// encoders' fast path needs both the amax and the flag; a group holding a
+/// NaN leaves it and takes pair_amax on the slow path, so the common case
+/// makes one max per pair instead of two, with no branch before its scale.
+template <InputDtype kDtype, int kN>
+MLAKV_HD float pair_amax_or_nan(const std::uint16_t* bits, bool* nan_free) {
+  static_assert(kN % 2 == 0, "inputs come in pairs");
+  using Vec = typename PairOps<kDtype>::Vec;
+  Vec with_nan = vec_from_bits<Vec>(0u);
+  MLAKV_UNROLL
+  for (int i = 0; i < kN / 2; ++i) with_nan = __hmax2_nan(with_nan, __habs2(vec_from_bits<Vec>(input_pair(bits, i))));
+  *nan_free = bits_of(__hisnan2(with_nan)) == 0u;
+  return larger_half<kDtype>(with_nan);
 }
 
 }  // namespace mlakv::codec

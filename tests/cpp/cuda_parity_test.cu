@@ -205,7 +205,7 @@ TEST(cuda_division, two_level_scale_bytes_equal_the_recipe_for_every_group_and_t
 }
 
 // The paired amax (half-precision max on the device) against the scalar fold,
-// and its NaN flag, for every pair of 16-bit inputs.
+// and the NaN flag and the value of its one-max twin, for every pair of 16-bit inputs.
 template <mlakv::codec::InputDtype kDtype>
 __global__ void count_pair_amax_mismatches(unsigned long long* mismatches) {
   using namespace mlakv::codec;
@@ -213,11 +213,14 @@ __global__ void count_pair_amax_mismatches(unsigned long long* mismatches) {
   for (std::uint32_t low = threadIdx.x; low < 0x10000u; low += blockDim.x) {
     const std::uint16_t bits[2] = {static_cast<std::uint16_t>(low), static_cast<std::uint16_t>(high)};
     bool nan_free = false;
-    const float got = pair_amax<kDtype, 2>(bits, &nan_free);
+    const float got = pair_amax<kDtype, 2>(bits);
+    const float got_or_nan = pair_amax_or_nan<kDtype, 2>(bits, &nan_free);
     const float a = load_input<kDtype>(bits[0]);
     const float b = load_input<kDtype>(bits[1]);
     const float want = fold_amax(fold_amax(0.0f, a), b);
-    if (__float_as_uint(got) != __float_as_uint(want) || nan_free != (a == a && b == b)) {
+    const bool want_nan_free = a == a && b == b;
+    if (__float_as_uint(got) != __float_as_uint(want) || nan_free != want_nan_free ||
+        (want_nan_free && __float_as_uint(got_or_nan) != __float_as_uint(want))) {
       atomicAdd(mismatches, 1ull);
     }
   }
