@@ -247,44 +247,33 @@ TEST(element_conversion, two_level_e2m1_quads_equal_the_pts_recipe_for_fp16_inpu
   expect_two_level_quads_equal_the_recipe<InputDtype::kFp16>();
 }
 
-// The GPU's amax / 6 (a product and one FMA residual step) is the correctly
-// rounded quotient for every amax a 16-bit input can produce.
+// The GPU's amax / 6 and the fp8_ds_mla tile scale's amax / 448 (a product
+// and one FMA residual step) are the correctly rounded quotients for every
+// amax a 16-bit input can produce.
 template <InputDtype kDtype>
-void expect_amax_over_six_exact() {
+void expect_amax_quotients_exact(float (*divide)(float), float divisor) {
   for (std::uint32_t bits = 0; bits < 0x8000; ++bits) {
     const float amax = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(bits));
     if (amax != amax) continue;  // amaxes ignore NaN
-    const float got = mlakv::codec::divide_amax_by_e2m1_max(amax);
-    const float want = amax / 6.0f;
-    ASSERT_EQ(mlakv::test::f32_bits(got), mlakv::test::f32_bits(want)) << "amax bits 0x" << std::hex << bits;
+    ASSERT_EQ(mlakv::test::f32_bits(divide(amax)), mlakv::test::f32_bits(amax / divisor))
+        << "amax / " << divisor << ", amax bits 0x" << std::hex << bits;
   }
 }
 
 TEST(element_conversion, amax_over_six_by_residual_is_the_division_for_every_bf16_amax) {
-  expect_amax_over_six_exact<InputDtype::kBf16>();
+  expect_amax_quotients_exact<InputDtype::kBf16>(mlakv::codec::divide_amax_by_e2m1_max, 6.0f);
 }
 
 TEST(element_conversion, amax_over_six_by_residual_is_the_division_for_every_fp16_amax) {
-  expect_amax_over_six_exact<InputDtype::kFp16>();
-}
-
-// The GPU's fp8_ds_mla tile scale divides amax by 448 the same way.
-template <InputDtype kDtype>
-void expect_amax_over_448_exact() {
-  for (std::uint32_t bits = 0; bits < 0x8000; ++bits) {
-    const float amax = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(bits));
-    if (amax != amax) continue;
-    const float got = mlakv::codec::divide_amax_by_e4m3_max(amax);
-    ASSERT_EQ(mlakv::test::f32_bits(got), mlakv::test::f32_bits(amax / 448.0f)) << "amax bits 0x" << std::hex << bits;
-  }
+  expect_amax_quotients_exact<InputDtype::kFp16>(mlakv::codec::divide_amax_by_e2m1_max, 6.0f);
 }
 
 TEST(element_conversion, amax_over_448_by_residual_is_the_division_for_every_bf16_amax) {
-  expect_amax_over_448_exact<InputDtype::kBf16>();
+  expect_amax_quotients_exact<InputDtype::kBf16>(mlakv::codec::divide_amax_by_e4m3_max, 448.0f);
 }
 
 TEST(element_conversion, amax_over_448_by_residual_is_the_division_for_every_fp16_amax) {
-  expect_amax_over_448_exact<InputDtype::kFp16>();
+  expect_amax_quotients_exact<InputDtype::kFp16>(mlakv::codec::divide_amax_by_e4m3_max, 448.0f);
 }
 
 // The GPU's quotient for a k_scale that is not a power of two gives the E4M3
