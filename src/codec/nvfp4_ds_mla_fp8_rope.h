@@ -20,6 +20,8 @@ struct CodecNvfp4DsMlaFp8Rope {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax amax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
+    // RoPE first: its amax is then dead before the latent's registers are
+    // needed (encoded after, the GPU's register-capped writer spilled it).
     const float rs = rope_scale(amax.rope);
     encode_rope_scaled_e4m3<kDtype, kRopePerLane>(in.k_pe, rs, record + Spec::kRope.offset + lane * kRopePerLane);
     if (lane == 0) {
