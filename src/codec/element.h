@@ -115,7 +115,7 @@ MLAKV_HD void with_divisor(float d, Fn&& fn) {
 MLAKV_HD float quotient_for_e4m3(float x, float d, float r) {
   const float q = x * r;
   if (!(fabsf(q) < 0x1p20f)) return q;
-  return copysignf(fmaf(fmaf(-q, d, x), r, q), x);
+  return copysignf(quotient_by_reciprocal(x, d, r), x);
 }
 
 /// Divides many values by one caller-given scale d for their E4M3 codes:
