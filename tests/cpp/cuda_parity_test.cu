@@ -145,15 +145,24 @@ auto describe_example(const char* high, const char* low) {
   };
 }
 
+// The pts proofs' token amax a (input pattern `bits`) and token scale st =
+// a / 2688; false for the amaxes the writer never divides by (infinite a, or
+// st == 0, whose groups are stored as zeros).
+template <mlakv::codec::InputDtype kDtype>
+__device__ bool pts_token_amax(std::uint32_t bits, float& a, float& st) {
+  a = mlakv::codec::load_input<kDtype>(static_cast<std::uint16_t>(bits));
+  st = a * mlakv::codec::kInvE4m3TimesE2m1Max;
+  return a < INFINITY && st != 0.0f;
+}
+
 // The pts record's two-level recipe E2M1(RN(RN(x / st) / s)) by thresholds,
 // with the device instructions: every finite nonzero token amax a (st =
 // a / 2688), every nonzero E4M3 scale s, every non-NaN x with |x| <= a.
 template <mlakv::codec::InputDtype kDtype>
 __global__ void count_two_level_mismatches(unsigned long long* mismatches, std::uint32_t* example) {
   using namespace mlakv::codec;
-  const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.x + 1));
-  const float st = a * kInvE4m3TimesE2m1Max;
-  if (!(a < INFINITY) || st == 0.0f) return;
+  float a, st;
+  if (!pts_token_amax<kDtype>(blockIdx.x + 1, a, st)) return;
   const float s = decode_e4m3(static_cast<std::uint8_t>(blockIdx.y + 1));
   const auto thr = E2m1Thresholds<kDtype>::for_two_level(TokenScaleDivider(st), s);
   unsigned long long bad = 0;
@@ -181,9 +190,8 @@ TEST(cuda_e2m1, two_level_quads_equal_the_pts_recipe_for_every_token_amax_scale_
 template <mlakv::codec::InputDtype kDtype>
 __global__ void count_two_level_scale_byte_mismatches(unsigned long long* mismatches, std::uint32_t* example) {
   using namespace mlakv::codec;
-  const float a = load_input<kDtype>(static_cast<std::uint16_t>(blockIdx.x + 1));
-  const float st = a * kInvE4m3TimesE2m1Max;
-  if (!(a < INFINITY) || st == 0.0f) return;
+  float a, st;
+  if (!pts_token_amax<kDtype>(blockIdx.x + 1, a, st)) return;
   const TokenScaleDivider divide(st);
   unsigned long long bad = 0;
   for (std::uint32_t bits = threadIdx.x; bits <= blockIdx.x + 1; bits += blockDim.x) {
