@@ -121,6 +121,7 @@ struct Bench {
   Timer timer;
   int repeats = 15;
   float k_scale = 1.0f;  // fp8_e4m3's scale in writer and reader runs
+  TensorView k_scale_view() { return mlakv::make_view(&k_scale, DType::kFloat32, {1}); }
   Bench() {
     CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -264,8 +265,7 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
     fill_bf16(b, *s[i].k_pe, 100 + i);
     CHECK_CUDA(cudaMemcpy(s[i].slots->ptr, slots.data(), slots.size() * 8, cudaMemcpyHostToDevice));
   }
-  float k_scale = b.k_scale;
-  const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
+  const TensorView scale = b.k_scale_view();
   const mlakv::Device cuda{mlakv::DeviceType::kCuda, 0};
   auto launch = [&](int rep) {
     const WriterSet& w = s[rep % sets];
@@ -319,8 +319,7 @@ void bench_reader(Bench& b, Format format, std::int64_t tokens, bool random, int
     CHECK_CUDA(cudaMemset(s[i].cache->ptr, 0x11, s[i].cache->bytes));  // finite records in every format
     outs.push_back(std::make_unique<Device>(static_cast<std::size_t>(tokens) * 576 * 2));
   }
-  float k_scale = b.k_scale;
-  const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
+  const TensorView scale = b.k_scale_view();
   mlakv::GatherOptions options;
   options.scale = &scale;
   const mlakv::Device cuda{mlakv::DeviceType::kCuda, 0};
@@ -382,8 +381,7 @@ void bench_attention(Bench& b, Format format, std::int64_t rows, std::int64_t he
   const std::size_t ws_bytes = mlakv::sparse_mla_decode_workspace_size(rows, heads, topk, cuda);
   Device workspace(ws_bytes);
   Device gathered(static_cast<std::size_t>(rows * topk * 1152));
-  float k_scale = b.k_scale;
-  const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
+  const TensorView scale = b.k_scale_view();
   const TensorView ws = mlakv::make_view(workspace.ptr, DType::kUInt8, {static_cast<std::int64_t>(ws_bytes)}, cuda);
   mlakv::SparseDecodeOptions options;
   options.decode.scale = &scale;
