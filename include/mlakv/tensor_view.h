@@ -42,7 +42,9 @@ struct TensorView {
   Device device = {};
 };
 
-/// Number of elements (the product of the shape; 1 for a 0-d view).
+/// Number of elements: the product of the shape (1 for a 0-d view), 0 when any
+/// extent is 0, -1 when an extent is negative, INT64_MAX when the product
+/// overflows int64 (it never wraps).
 std::int64_t numel(const TensorView& view) noexcept;
 
 /// Bytes per element of a dtype (0 for kOther).
@@ -51,6 +53,7 @@ int dtype_size(DType dtype) noexcept;
 const char* dtype_name(DType dtype) noexcept;
 
 /// A dense row-major view of `data`; a convenience for C++ callers and tests.
+/// Throws mlakv::Error on a negative extent or an element count past int64.
 TensorView make_view(void* data, DType dtype, std::initializer_list<std::int64_t> shape, Device device = {});
 
 }  // namespace mlakv

@@ -12,6 +12,15 @@ std::string shape_string(const TensorView& view) {
   return s + (view.ndim == 1 ? ",)" : ")");
 }
 
+std::string strides_string(const TensorView& view) {
+  std::string s = "(";
+  for (int d = 0; d < view.ndim; ++d) {
+    if (d > 0) s += ", ";
+    s += std::to_string(view.strides[d]);
+  }
+  return s + (view.ndim == 1 ? ",)" : ")");
+}
+
 std::string device_string(const Device& device) {
   switch (device.type) {
     case DeviceType::kCpu:

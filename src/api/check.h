@@ -13,6 +13,8 @@ namespace mlakv::api {
 
 /// "(4096, 512)"
 std::string shape_string(const TensorView& view);
+/// "(512, 1)"
+std::string strides_string(const TensorView& view);
 std::string device_string(const Device& device);
 
 class Check {

@@ -26,8 +26,20 @@ struct Named {
 Device check_devices(const Check& check, std::initializer_list<Named> tensors);
 void check_dtype(const Check& check, std::string_view name, const TensorView& v, DType expected);
 void check_rank(const Check& check, std::string_view name, const TensorView& v, int ndim, std::string_view expected);
+/// A view with a zero extent: valid whatever its strides (numpy 2 gives them as 0), and never read.
+bool is_empty(const TensorView& v);
+/// Strides of a non-empty view must be >= 0.
 void check_strides_nonnegative(const Check& check, std::string_view name, const TensorView& v);
+/// Bytes from the base to one past the last element (0 when empty); extents must be >= 0
+/// and the span must fit int64 (checked, never wrapped).
+std::int64_t byte_span(const Check& check, std::string_view name, const TensorView& v);
+/// byte_span's checks, and a non-null data pointer unless the view is empty.
 void check_data(const Check& check, std::string_view name, const TensorView& v);
+/// Same base, dtype, shape and strides (an in-place argument).
+bool same_view(const TensorView& a, const TensorView& b);
+/// `arg` shares no byte with any of `others` (null views are skipped): inputs
+/// and outputs of one call must not overlap.
+void check_disjoint(const Check& check, const Named& arg, std::initializer_list<Named> others);
 
 /// [num_blocks, block_size, record_bytes] uint8 with non-overlapping records
 /// (16-byte aligned records when `require_alignment`, as CUDA loads them).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mlakv/tensor_view.h"
 
+#include <cstdint>
 #include <string>
 
 #include "mlakv/error.h"
@@ -8,8 +9,16 @@
 namespace mlakv {
 
 std::int64_t numel(const TensorView& view) noexcept {
+  bool negative = false;
+  for (int d = 0; d < view.ndim; ++d) {
+    if (view.shape[d] == 0) return 0;
+    negative = negative || view.shape[d] < 0;
+  }
+  if (negative) return -1;
   std::int64_t n = 1;
-  for (int d = 0; d < view.ndim; ++d) n *= view.shape[d];
+  for (int d = 0; d < view.ndim; ++d) {
+    if (__builtin_mul_overflow(n, view.shape[d], &n)) return INT64_MAX;  // saturate, never wrap
+  }
   return n;
 }
 
@@ -74,11 +83,27 @@ TensorView make_view(void* data, DType dtype, std::initializer_list<std::int64_t
   view.device = device;
   view.ndim = static_cast<int>(shape.size());
   int d = 0;
-  for (std::int64_t extent : shape) view.shape[d++] = extent;
+  for (std::int64_t extent : shape) {
+    if (extent < 0) {
+      throw Error(ErrorCode::kShape, "mlakv::make_view: shape: extents must be non-negative, got " +
+                                         std::to_string(extent) + " in dim " + std::to_string(d));
+    }
+    view.shape[d++] = extent;
+  }
+  // Dense strides, and the element and byte counts they imply, must fit int64.
   std::int64_t stride = 1;
   for (d = view.ndim - 1; d >= 0; --d) {
     view.strides[d] = stride;
-    stride *= view.shape[d];
+    if (__builtin_mul_overflow(stride, view.shape[d], &stride) && numel(view) != 0) {
+      throw Error(ErrorCode::kShape, "mlakv::make_view: shape: the element count must fit int64, got a shape of " +
+                                         std::to_string(view.ndim) + " dims whose product overflows");
+    }
+  }
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(numel(view), std::int64_t{dtype_size(dtype)}, &bytes)) {
+    throw Error(ErrorCode::kShape, "mlakv::make_view: shape: the byte count must fit int64, got " +
+                                       std::to_string(numel(view)) + " elements of " +
+                                       std::to_string(dtype_size(dtype)) + " bytes");
   }
   return view;
 }

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/validate.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -19,6 +23,19 @@ using format::kLatentDim;
 using format::kRopeDim;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
+
+namespace {
+
+// The largest k_scale whose largest E4M3 code (448) still decodes to a finite float32.
+constexpr float kMaxScale = 3.40282347e38f / 448.0f;
+
+std::string fmt_float(float v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", static_cast<double>(v));
+  return text;
+}
+
+}  // namespace
 
 // Every tensor on one device, and one this build has a backend for.
 Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
@@ -59,24 +76,108 @@ void check_rank(const Check& check, std::string_view name, const TensorView& v, 
   check.require(v.ndim == ndim, ErrorCode::kShape, name, "shape must be " + std::string(expected), shape_string(v));
 }
 
+bool is_empty(const TensorView& v) {
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.shape[d] == 0) return true;
+  }
+  return false;
+}
+
+// An empty view's strides mean nothing (numpy 2 gives (0, 0)), so only a non-empty view's are checked.
 void check_strides_nonnegative(const Check& check, std::string_view name, const TensorView& v) {
+  if (is_empty(v)) return;
   for (int d = 0; d < v.ndim; ++d) {
     check.require(v.strides[d] >= 0, ErrorCode::kLayout, name, "strides must be non-negative",
                   "stride " + str(v.strides[d]) + " in dim " + str(d));
   }
 }
 
-void check_data(const Check& check, std::string_view name, const TensorView& v) {
-  check.require(v.data != nullptr || numel(v) == 0, ErrorCode::kValue, name, "data pointer must not be null", "null");
+std::int64_t byte_span(const Check& check, std::string_view name, const TensorView& v) {
+  for (int d = 0; d < v.ndim; ++d) {
+    check.require(v.shape[d] >= 0, ErrorCode::kShape, name, "extents must be non-negative", shape_string(v));
+  }
+  if (is_empty(v)) return 0;
+  check_strides_nonnegative(check, name, v);
+  // Offset of the last element + 1, times the element size, all in checked int64;
+  // the address one past the end must not wrap either.
+  std::int64_t last = 0;
+  bool fits = true;
+  for (int d = 0; d < v.ndim && fits; ++d) {
+    std::int64_t step = 0;
+    fits = !__builtin_mul_overflow(v.shape[d] - 1, v.strides[d], &step) && !__builtin_add_overflow(last, step, &last);
+  }
+  std::int64_t bytes = 0;
+  fits = fits && !__builtin_add_overflow(last, std::int64_t{1}, &last) &&
+         !__builtin_mul_overflow(last, std::int64_t{std::max(1, dtype_size(v.dtype))}, &bytes) &&
+         reinterpret_cast<std::uintptr_t>(v.data) <= UINTPTR_MAX - static_cast<std::uintptr_t>(bytes);
+  check.require(fits, ErrorCode::kValue, name, "the bytes its shape and strides span must fit int64",
+                shape_string(v) + " with strides " + strides_string(v));
+  return bytes;
 }
 
-// A [rows, width] matrix of 16-bit inputs: innermost-contiguous, 4-byte aligned rows.
+void check_data(const Check& check, std::string_view name, const TensorView& v) {
+  const std::int64_t bytes = byte_span(check, name, v);
+  check.require(v.data != nullptr || bytes == 0, ErrorCode::kValue, name, "data pointer must not be null", "null");
+}
+
+namespace {
+
+struct ByteRange {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+};
+
+ByteRange byte_range(const Check& check, std::string_view name, const TensorView& v) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(v.data);
+  return {begin, begin + static_cast<std::uintptr_t>(byte_span(check, name, v))};
+}
+
+// Two [rows, width] views with the same row stride whose rows sit side by side
+// (out[:, :512] and out[:, 512:]) share no byte although their ranges interleave.
+bool interleaved_rows(const TensorView& a, const TensorView& b) {
+  if (a.ndim != 2 || b.ndim != 2 || a.strides[1] != 1 || b.strides[1] != 1) return false;
+  const std::int64_t stride = a.strides[0] * dtype_size(a.dtype);
+  if (stride <= 0 || stride != b.strides[0] * dtype_size(b.dtype)) return false;
+  const auto pa = reinterpret_cast<std::uintptr_t>(a.data);
+  const auto pb = reinterpret_cast<std::uintptr_t>(b.data);
+  const std::int64_t wa = a.shape[1] * dtype_size(a.dtype);
+  const std::int64_t wb = b.shape[1] * dtype_size(b.dtype);
+  const auto gap = static_cast<std::int64_t>((pb - pa) % static_cast<std::uintptr_t>(stride));  // b's column in a's row
+  return pb >= pa ? (wa <= gap && gap + wb <= stride) : interleaved_rows(b, a);
+}
+
+}  // namespace
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d) {
+    if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
+  }
+  return true;
+}
+
+void check_disjoint(const Check& check, const Named& arg, std::initializer_list<Named> others) {
+  if (arg.view == nullptr) return;
+  const ByteRange w = byte_range(check, arg.name, *arg.view);
+  for (const Named& other : others) {
+    if (other.view == nullptr) continue;
+    const ByteRange o = byte_range(check, other.name, *other.view);
+    const bool apart = w.begin == w.end || o.begin == o.end || w.end <= o.begin || o.end <= w.begin ||
+                       interleaved_rows(*arg.view, *other.view);
+    check.require(apart, ErrorCode::kValue, arg.name,
+                  "must not share memory with " + std::string(other.name) + " (inputs and outputs must not overlap)",
+                  "overlapping byte ranges");
+  }
+}
+
+// A [rows, width] matrix of 16-bit inputs: innermost-contiguous, 4-byte aligned rows (unless empty).
 std::int64_t check_input_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t width,
                               std::int64_t tokens) {
   check.require(v.shape[1] == width, ErrorCode::kShape, name, "shape must be (T, " + str(width) + ")", shape_string(v));
   check.require(v.shape[0] >= tokens, ErrorCode::kShape, name,
                 "must have at least T = len(slot_mapping) = " + str(tokens) + " rows", shape_string(v));
   check_strides_nonnegative(check, name, v);
+  if (is_empty(v)) return 0;
   check.require(v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name,
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(v.strides[1]));
   const auto row_bytes = v.strides[0] * dtype_size(v.dtype);
@@ -146,8 +247,11 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
                                     v.strides[1]);
 }
 
-// k_scale: a 1-element float32 on the CPU (read now) or on the tensors' CUDA
-// device (read by the kernel, so no host synchronization).
+// k_scale: a 1-element float32 ((1,) or 0-d) on the CPU (read and checked now)
+// or on the tensors' CUDA device (read by the kernel, so no host
+// synchronization, and not checked). A CPU value must be a normal, finite,
+// positive float32 with 448 * k_scale finite (fp8_e4m3's largest code decodes
+// to 448 * k_scale): 0, -0, negatives, NaN, inf and subnormals have no meaning.
 ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, const Device& device) {
   constexpr std::string_view kName = "scale";
   if (scale == nullptr) {
@@ -155,9 +259,17 @@ ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, 
     return {};
   }
   check_dtype(check, kName, *scale, DType::kFloat32);
-  check.require(numel(*scale) == 1, ErrorCode::kShape, kName, "must hold exactly 1 element", shape_string(*scale));
+  check.require(scale->ndim == 0 || (scale->ndim == 1 && scale->shape[0] == 1), ErrorCode::kShape, kName,
+                "shape must be (1,) or () (one k_scale)", shape_string(*scale));
   check_data(check, kName, *scale);
-  if (scale->device.type == DeviceType::kCpu) return {*static_cast<const float*>(scale->data), nullptr};
+  if (scale->device.type == DeviceType::kCpu) {
+    const float value = *static_cast<const float*>(scale->data);
+    check.require(std::isnormal(value) && value > 0.0f && value <= kMaxScale, ErrorCode::kValue, kName,
+                  "must be a positive normal float32 with 448 * scale finite (" + fmt_float(1.17549435e-38f) +
+                      " <= scale <= " + fmt_float(kMaxScale) + ")",
+                  fmt_float(value));
+    return {value, nullptr};
+  }
   check.require(scale->device == device, ErrorCode::kDevice, kName,
                 "must be on the CPU or on the tensors' device (" + device_string(device) + ")",
                 device_string(scale->device));
@@ -234,6 +346,12 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   check_data(check, "k_pe", k_pe);
   const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
   const ScaleArg k_scale = read_scale(check, scale, format == Format::kFp8E4m3, device);
+  // The cache is written while the others are read: no byte may be both.
+  const Named written = {"kv_cache", &kv_cache};
+  check_disjoint(check, {"kv_c", &kv_c}, {written});
+  check_disjoint(check, {"k_pe", &k_pe}, {written});
+  check_disjoint(check, {"slot_mapping", &slot_mapping}, {written});
+  check_disjoint(check, {"scale", scale}, {written});
   return kernels::WriteParams{format,
                               dtype,
                               static_cast<const std::uint8_t*>(kv_c.data),
@@ -275,14 +393,23 @@ Outputs check_outputs(const Check& check, const TensorView& kv_c_out, const Tens
     check.require(v.shape[0] == rows && v.shape[1] == widths[i], ErrorCode::kShape, name, "shape must be " + expected,
                   shape_string(v));
     check_strides_nonnegative(check, name, v);
-    check.require(v.strides[1] == 1, ErrorCode::kLayout, name, "rows must be innermost-contiguous (stride 1)",
-                  "stride " + str(v.strides[1]));
+    check.require(v.strides[1] == 1 || is_empty(v), ErrorCode::kLayout, name,
+                  "rows must be innermost-contiguous (stride 1)", "stride " + str(v.strides[1]));
     check.require(rows <= 1 || v.strides[0] >= widths[i], ErrorCode::kLayout, name,
                   "row stride must be >= " + str(widths[i]) + " (rows must not overlap)", str(v.strides[0]));
     check_data(check, name, v);
   }
   const auto dtype = kv_c_out.dtype == DType::kFloat32 ? kernels::OutDtype::kFloat32 : kernels::OutDtype::kBf16;
   return {dtype, kv_c_out.data, kv_c_out.strides[0], k_pe_out.data, k_pe_out.strides[0]};
+}
+
+// The outputs are written while the inputs are read, and must not share a byte
+// with them or with each other (out[:, :512] and out[:, 512:] do not).
+void check_outputs_disjoint(const Check& check, const TensorView& kv_c_out, const TensorView& k_pe_out,
+                            std::initializer_list<Named> inputs) {
+  check_disjoint(check, {"kv_c_out", &kv_c_out}, inputs);
+  check_disjoint(check, {"k_pe_out", &k_pe_out}, inputs);
+  check_disjoint(check, {"k_pe_out", &k_pe_out}, {{"kv_c_out", &kv_c_out}});
 }
 
 kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
@@ -306,6 +433,8 @@ kernels::GatherParams validate_gather(const Check& check, Format format, const T
   const kernels::CacheLayout cache =
       check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
   const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);
+  check_outputs_disjoint(check, kv_c_out, k_pe_out,
+                         {{"kv_cache", &kv_cache}, {"slots", &slots}, {"scale", options.scale}});
   kernels::RowSource source{};
   source.slots = slot_data;
   return gather_params(format, cache, source, rows, out, decode_params(check, options, k_scale.value), k_scale.device);
@@ -342,6 +471,12 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   const kernels::CacheLayout cache =
       check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
   const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);
+  check_outputs_disjoint(check, kv_c_out, k_pe_out,
+                         {{"kv_cache", &kv_cache},
+                          {"block_table", &block_table},
+                          {"seq_lens", &seq_lens},
+                          {"cu_seq_lens", &cu_seq_lens},
+                          {"scale", options.scale}});
   return gather_params(format, cache, source, rows, out, decode_params(check, options, k_scale.value), k_scale.device);
 }
 

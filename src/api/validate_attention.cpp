@@ -16,9 +16,9 @@ void check_head_rows(const Check& check, std::string_view name, const TensorView
   check.require(v.shape[0] == rows && v.shape[1] == heads && v.shape[2] == width, ErrorCode::kShape, name,
                 "shape must be " + std::string(expected), shape_string(v));
   check_strides_nonnegative(check, name, v);
-  check.require(v.strides[2] == 1 || width <= 1, ErrorCode::kLayout, name, "must be innermost-contiguous (stride 1)",
-                "stride " + str(v.strides[2]));
-  check.require(heads <= 1 || v.strides[1] >= width, ErrorCode::kLayout, name,
+  check.require(v.strides[2] == 1 || width <= 1 || is_empty(v), ErrorCode::kLayout, name,
+                "must be innermost-contiguous (stride 1)", "stride " + str(v.strides[2]));
+  check.require(heads <= 1 || rows == 0 || v.strides[1] >= width, ErrorCode::kLayout, name,
                 "head stride must be >= " + str(width) + " (heads must not overlap)", str(v.strides[1]));
   const std::int64_t row_span = (heads - 1) * v.strides[1] + width;
   check.require(rows <= 1 || heads == 0 || v.strides[0] >= row_span, ErrorCode::kLayout, name,
@@ -34,7 +34,8 @@ void check_lse(const Check& check, std::string_view name, const TensorView& v, s
   check.require(v.shape[0] == rows && v.shape[1] == heads, ErrorCode::kShape, name, "shape must be " + expected,
                 shape_string(v));
   check_strides_nonnegative(check, name, v);
-  check.require(heads <= 1 || v.strides[1] >= 1, ErrorCode::kLayout, name, "heads must not overlap (stride >= 1)",
+  check.require(heads <= 1 || rows == 0 || v.strides[1] >= 1, ErrorCode::kLayout, name,
+                "heads must not overlap (stride >= 1)",
                 str(v.strides[1]));
   check.require(rows <= 1 || heads == 0 || v.strides[0] >= (heads - 1) * v.strides[1] + 1, ErrorCode::kLayout, name,
                 "rows must not overlap", "stride " + str(v.strides[0]));
@@ -43,6 +44,7 @@ void check_lse(const Check& check, std::string_view name, const TensorView& v, s
 
 // CUDA moves q in 16-byte pieces and out in bf16 pairs.
 void check_cuda_alignment(const Check& check, std::string_view name, const TensorView& v, int elements) {
+  if (is_empty(v)) return;
   const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % (2 * elements));
   const std::int64_t bytes = 2 * elements;
   check.require(base == 0, ErrorCode::kAlignment, name, "base must be " + str(bytes) + "-byte aligned on CUDA",
@@ -75,7 +77,7 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
                 shape_string(indices));
   const std::int64_t topk = indices.shape[1];
   check_strides_nonnegative(check, "indices", indices);
-  check.require(indices.strides[1] == 1 || topk <= 1, ErrorCode::kLayout, "indices",
+  check.require(indices.strides[1] == 1 || topk <= 1 || rows == 0, ErrorCode::kLayout, "indices",
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(indices.strides[1]));
   check_data(check, "indices", indices);
   // outputs
@@ -122,6 +124,18 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
     workspace = w.data;
     workspace_bytes = w.shape[0];
   }
+  // out, lse and the workspace are written while the others are read: no byte may be both.
+  const Named inputs[] = {{"q", &q},
+                          {"kv_cache", &kv_cache},
+                          {"indices", &indices},
+                          {"topk_len", options.topk_len},
+                          {"scale", options.decode.scale}};
+  const Named written[] = {{"out", &out}, {"lse", &lse}, {"workspace", workspace ? options.workspace : nullptr}};
+  for (int w = 0; w < 3; ++w) {
+    if (written[w].view == nullptr) continue;
+    for (const Named& input : inputs) check_disjoint(check, written[w], {input});
+    for (int o = w + 1; o < 3; ++o) check_disjoint(check, written[w], {written[o]});
+  }
   return kernels::SparseDecodeParams{format,
                                      cache,
                                      decode,
@@ -167,6 +181,14 @@ kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a,
   check_lse(check, "lse_a", lse_a, rows, heads);
   check_lse(check, "lse_b", lse_b, rows, heads);
   check_lse(check, "lse", lse, rows, heads);
+  // out and lse are written: each is one of the inputs exactly (in place), or shares no byte with any.
+  const Named inputs[] = {{"out_a", &out_a}, {"lse_a", &lse_a}, {"out_b", &out_b}, {"lse_b", &lse_b}};
+  for (const Named& written : {Named{"out", &out}, Named{"lse", &lse}}) {
+    for (const Named& input : inputs) {
+      if (!same_view(*written.view, *input.view)) check_disjoint(check, written, {input});
+    }
+  }
+  check_disjoint(check, {"lse", &lse}, {{"out", &out}});
   const auto state = [](const TensorView& o, const TensorView& l) {
     return kernels::AttentionState{o.data,       o.strides[0], o.strides[1], static_cast<float*>(l.data),
                                    l.strides[0], l.strides[1]};

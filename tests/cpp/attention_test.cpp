@@ -310,6 +310,58 @@ TEST_F(SparseDecodeValidation, the_cache_must_hold_records_of_the_format) {
                   Format::kNvfp4DsMla);
 }
 
+TEST_F(SparseDecodeValidation, no_rows_or_no_heads_is_a_no_op_whatever_the_strides) {
+  for (const int empty_dim : {0, 1}) {
+    TensorView q0 = q_view, out0 = out_view, lse0 = lse_view, idx0 = indices_view;
+    q0.shape[empty_dim] = out0.shape[empty_dim] = lse0.shape[empty_dim] = 0;
+    if (empty_dim == 0) idx0.shape[0] = 0;
+    for (TensorView* v : {&q0, &out0, &lse0, &idx0}) {
+      if (v->shape[empty_dim] != 0) continue;
+      for (int d = 0; d < v->ndim; ++d) v->strides[d] = 0;  // numpy 2's empty arrays
+    }
+    EXPECT_NO_THROW(sparse_mla_decode(Format::kNvfp4DsMlaFp8Rope, q0, cache.view(), idx0, out0, lse0)) << empty_dim;
+  }
+  for (const auto v : out) ASSERT_EQ(v, 0x1234);
+}
+
+TEST_F(SparseDecodeValidation, out_must_not_overlap_q) {
+  out_view = make_view(q.data(), DType::kBFloat16, {2, 16, 512});
+  out_view.strides[0] = 16 * 576;
+  out_view.strides[1] = 576;
+  try {
+    sparse_mla_decode(Format::kNvfp4DsMlaFp8Rope, q_view, cache.view(), indices_view, out_view, lse_view);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "mlakv::sparse_mla_decode(nvfp4_ds_mla_fp8_rope): out: must not share memory with q (inputs and "
+              "outputs must not overlap), got overlapping byte ranges");
+  }
+}
+
+TEST_F(SparseDecodeValidation, lse_must_not_overlap_out) {
+  lse_view = make_view(out.data(), DType::kFloat32, {2, 16});
+  expect_rejected(
+      "mlakv::sparse_mla_decode(nvfp4_ds_mla_fp8_rope): out: must not share memory with lse (inputs and outputs must "
+      "not overlap), got overlapping byte ranges");
+}
+
+TEST(merge_attention_states_validation, out_may_be_an_input_exactly_but_not_partly) {
+  std::vector<float> a(2 * 2 * 4), b(2 * 2 * 4), la(4), lb(4);
+  const auto v3 = [](float* p) { return make_view(p, DType::kFloat32, {2, 2, 4}); };
+  const auto v2 = [](float* p) { return make_view(p, DType::kFloat32, {2, 2}); };
+  EXPECT_NO_THROW(merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(b.data()),
+                                         v2(lb.data())));
+  try {
+    merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(a.data() + 4),
+                           v2(lb.data()));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "mlakv::merge_attention_states: out: must not share memory with out_a (inputs and outputs must not "
+              "overlap), got overlapping byte ranges");
+  }
+}
+
 TEST(merge_attention_states_validation, outputs_must_share_a_dtype_and_shape) {
   std::vector<float> a(2 * 4), b(2 * 4), la(2), lb(2), lse(2);
   std::vector<std::uint16_t> out(2 * 4);

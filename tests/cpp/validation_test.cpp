@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -259,7 +261,41 @@ TEST_F(validation, rejects_scale_of_more_than_one_element) {
   float two[2] = {1.0f, 2.0f};
   const TensorView scale = mlakv::make_view(two, DType::kFloat32, {2});
   expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kShape,
-                     std::string(kStockFp8DsMla) + "scale: must hold exactly 1 element, got (2,)");
+                     std::string(kStockFp8DsMla) + "scale: shape must be (1,) or () (one k_scale), got (2,)");
+}
+
+TEST_F(validation, rejects_scale_of_shape_1_by_1) {
+  float one = 1.0f;
+  const TensorView scale = mlakv::make_view(&one, DType::kFloat32, {1, 1});
+  expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kShape,
+                     std::string(kStockFp8DsMla) + "scale: shape must be (1,) or () (one k_scale), got (1, 1)");
+}
+
+TEST_F(validation, rejects_scale_values_without_meaning) {
+  const std::string rule =
+      "scale: must be a positive normal float32 with 448 * scale finite (1.17549435e-38 <= scale <= "
+      "7.59558809e+35), got ";
+  const std::pair<float, const char*> bad[] = {{0.0f, "0"},
+                                               {-0.0f, "-0"},
+                                               {-1.0f, "-1"},
+                                               {std::numeric_limits<float>::quiet_NaN(), "nan"},
+                                               {std::numeric_limits<float>::infinity(), "inf"},
+                                               {-std::numeric_limits<float>::infinity(), "-inf"},
+                                               {1e38f, "9.99999968e+37"},
+                                               {1e-40f, "9.9999461e-41"}};
+  for (const auto& [value, text] : bad) {
+    float v = value;
+    const TensorView scale = mlakv::make_view(&v, DType::kFloat32, {1});
+    expect_stock_error("fp8_ds_mla", &scale, ErrorCode::kValue, std::string(kStockFp8DsMla) + rule + text);
+  }
+}
+
+TEST_F(validation, accepts_scales_at_both_ends_of_the_documented_range) {
+  for (float v : {std::numeric_limits<float>::min(), 1.0f, std::numeric_limits<float>::max() / 448.0f}) {
+    const TensorView scale = mlakv::make_view(&v, DType::kFloat32, {});
+    TensorView cache_view = cache656.view(656);
+    EXPECT_NO_THROW(mlakv::concat_and_cache_mla(kv_c, k_pe, cache_view, slots, "fp8_ds_mla", &scale)) << v;
+  }
 }
 
 TEST_F(validation, stock_entry_point_names_the_resolved_format) {
@@ -279,6 +315,76 @@ TEST_F(validation, empty_slot_mapping_is_still_validated) {
   slots.shape[0] = 0;
   kv_cache.shape[2] = 432;
   expect_compact_error(ErrorCode::kShape, "kv_cache: last dim must be 368 (record bytes), got 432");
+}
+
+TEST_F(validation, rejects_null_kv_c_whose_element_count_overflows_int64) {
+  kv_c.data = nullptr;
+  kv_c.shape[0] = std::int64_t{1} << 55;  // numel once wrapped to 0 and passed the null check
+  expect_compact_error(ErrorCode::kValue,
+                       "kv_c: the bytes its shape and strides span must fit int64, got (36028797018963968, 512) with "
+                       "strides (512, 1)");
+}
+
+TEST_F(validation, rejects_null_data_with_a_huge_but_representable_shape) {
+  k_pe.data = nullptr;
+  k_pe.shape[0] = std::int64_t{1} << 40;
+  expect_compact_error(ErrorCode::kValue, "k_pe: data pointer must not be null, got null");
+}
+
+TEST_F(validation, rejects_kv_c_that_is_a_view_of_the_cache_being_written) {
+  kv_c = mlakv::make_view(kv_cache.data, DType::kBFloat16, {kTokens, 512});
+  expect_compact_error(ErrorCode::kValue,
+                       "kv_c: must not share memory with kv_cache (inputs and outputs must not overlap), got "
+                       "overlapping byte ranges");
+}
+
+TEST_F(validation, rejects_k_pe_that_ends_inside_the_cache) {
+  auto* cache_bytes = static_cast<std::uint8_t*>(kv_cache.data);
+  k_pe = mlakv::make_view(cache_bytes - 4 * 64 * 2 + 4, DType::kBFloat16, {kTokens, 64});
+  expect_compact_error(ErrorCode::kValue,
+                       "k_pe: must not share memory with kv_cache (inputs and outputs must not overlap), got "
+                       "overlapping byte ranges");
+}
+
+TEST_F(validation, rejects_slot_mapping_inside_the_cache) {
+  slots = mlakv::make_view(static_cast<std::uint8_t*>(kv_cache.data) + 368, DType::kInt64, {kTokens});
+  expect_compact_error(ErrorCode::kValue,
+                       "slot_mapping: must not share memory with kv_cache (inputs and outputs must not overlap), got "
+                       "overlapping byte ranges");
+}
+
+TEST_F(validation, empty_inputs_are_valid_whatever_their_strides) {
+  kv_c.shape[0] = k_pe.shape[0] = slots.shape[0] = 0;
+  kv_c.strides[0] = kv_c.strides[1] = k_pe.strides[0] = k_pe.strides[1] = 0;  // numpy 2's empty arrays
+  kv_c.data = k_pe.data = nullptr;
+  EXPECT_NO_THROW(mlakv::concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, kv_cache, slots));
+  EXPECT_TRUE(cache.unchanged());
+}
+
+TEST(tensor_view, make_view_rejects_an_element_count_past_int64) {
+  try {
+    mlakv::make_view(nullptr, DType::kBFloat16, {std::int64_t{1} << 55, 512});
+    ADD_FAILURE() << "no error";
+  } catch (const mlakv::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "mlakv::make_view: shape: the element count must fit int64, got a shape of 2 dims whose product "
+              "overflows");
+  }
+  EXPECT_THROW(mlakv::make_view(nullptr, DType::kInt64, {std::int64_t{1} << 61, 2}), mlakv::Error);  // bytes
+  EXPECT_THROW(mlakv::make_view(nullptr, DType::kInt64, {-1, 2}), mlakv::Error);
+  EXPECT_NO_THROW(mlakv::make_view(nullptr, DType::kInt64, {0, std::int64_t{1} << 62, 4}));  // empty
+}
+
+TEST(tensor_view, numel_saturates_instead_of_wrapping) {
+  TensorView v = mlakv::make_view(nullptr, DType::kUInt8, {2, 3});
+  EXPECT_EQ(mlakv::numel(v), 6);
+  v.shape[0] = std::int64_t{1} << 55;
+  v.shape[1] = 512;
+  EXPECT_EQ(mlakv::numel(v), std::numeric_limits<std::int64_t>::max());
+  v.shape[1] = 0;
+  EXPECT_EQ(mlakv::numel(v), 0);
+  v.shape[1] = -2;
+  EXPECT_EQ(mlakv::numel(v), -1);
 }
 
 // --- the reader ---
@@ -335,6 +441,38 @@ TEST_F(gather_validation, rejects_rope_dtype_other_than_bf16_or_fp16) {
   options.rope_dtype = DType::kFloat32;
   expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kDtype,
                       "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): rope_dtype: must be bf16 or fp16, got float32");
+}
+
+TEST_F(gather_validation, rejects_an_output_that_is_a_view_of_the_cache) {
+  kv_out_view.data = kv_cache.data;
+  expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kValue,
+                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): kv_c_out: must not share memory with kv_cache "
+                      "(inputs and outputs must not overlap), got overlapping byte ranges");
+  EXPECT_TRUE(cache.unchanged());
+}
+
+TEST_F(gather_validation, rejects_outputs_that_overlap_each_other) {
+  pe_out_view.data = kv_out.data() + 100;
+  expect_gather_error(mlakv::Format::kNvfp4DsMlaFp8Rope, ErrorCode::kValue,
+                      "mlakv::gather_records(nvfp4_ds_mla_fp8_rope): k_pe_out: must not share memory with kv_c_out "
+                      "(inputs and outputs must not overlap), got overlapping byte ranges");
+}
+
+TEST_F(gather_validation, accepts_the_two_column_ranges_of_one_prefill_buffer) {
+  std::vector<float> out(kTokens * 576);
+  kv_out_view = mlakv::make_view(out.data(), DType::kFloat32, {kTokens, 512});
+  pe_out_view = mlakv::make_view(out.data() + 512, DType::kFloat32, {kTokens, 64});
+  kv_out_view.strides[0] = pe_out_view.strides[0] = 576;
+  EXPECT_NO_THROW(
+      mlakv::gather_records(mlakv::Format::kNvfp4DsMlaFp8Rope, kv_cache, slots, kv_out_view, pe_out_view, options));
+}
+
+TEST_F(gather_validation, no_slots_with_zero_stride_outputs_is_a_no_op) {
+  slots.shape[0] = 0;
+  kv_out_view.shape[0] = pe_out_view.shape[0] = 0;
+  kv_out_view.strides[0] = kv_out_view.strides[1] = pe_out_view.strides[0] = pe_out_view.strides[1] = 0;
+  EXPECT_NO_THROW(
+      mlakv::gather_records(mlakv::Format::kNvfp4DsMlaFp8Rope, kv_cache, slots, kv_out_view, pe_out_view, options));
 }
 
 TEST_F(gather_validation, rejects_cache_of_another_format) {
