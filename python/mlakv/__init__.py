@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import _mlakv
-from ._arrays import empty, input_array, output_array, scale_array, slot_array, stream_handle, writer_arguments
+from ._arrays import empty, input_array, output_array, stream_handle, writer_arguments
 from ._arrays import export as export_cache
+from ._checks import Call
 from .attention import merge_attention_states, sparse_mla_decode, sparse_mla_decode_workspace_size, sparse_mla_workspace
 
 __version__: str = _mlakv.__version__
@@ -72,13 +73,16 @@ def concat_and_cache_mla(
         stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's
             current stream for torch tensors, else the legacy default stream.
     """
-    tensors, scale, handle = writer_arguments(kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
+    call = Call("concat_and_cache_mla", kv_cache_dtype)
+    call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (auto, fp8, fp8_e4m3, fp8_ds_mla, ...)")
+    tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
     _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, handle)
 
 
-def _check_rope_dtype(function: str, format: str, rope_dtype: str) -> None:
-    if rope_dtype not in ("bf16", "fp16"):
-        raise ValueError(f"mlakv::{function}({format}): rope_dtype: must be bf16 or fp16, got {rope_dtype!r}")
+def _format_call(function: str, format: Any) -> Call:
+    call = Call(function, format)
+    call.string("format", format, "must be a str (a format id of mlakv.formats())")
+    return call
 
 
 def gather_records(
@@ -95,23 +99,39 @@ def gather_records(
     """Decode the records at flat ``slots``: ``(kv_c [N, 512], k_pe [N, 64])``.
 
     A slot outside ``[0, num_blocks*block_size)`` (e.g. -1) yields zeros. Outputs are
-    ``dtype`` (``float32`` or ``bfloat16``) arrays on the cache's device and framework,
-    or the ``[:, :512]`` and ``[:, 512:]`` views of ``out`` (``[N, 576]``), the prefill layout.
+    ``dtype`` (``"float32"``, or ``"bfloat16"``/``"bf16"``; anything else is a ``ValueError``) arrays
+    on the cache's device and framework, or the ``[:, :512]`` and ``[:, 512:]`` views of ``out``
+    (``[N, 576]``), the prefill layout.
     ``scale`` is the k_scale ``fp8_e4m3`` records were written with (required there);
     ``rope_dtype`` says what ``fp8_ds_mla``'s raw 16-bit RoPE values are (``bf16`` or ``fp16``).
     """
-    _check_rope_dtype("gather_records", format, rope_dtype)
-    handle = stream_handle(stream, kv_cache)
-    slots = slot_array(slots) if isinstance(slots, (list, tuple, range)) else slots
+    call = _format_call("gather_records", format)
+    kv_cache = call.array("kv_cache", kv_cache)
+    slots = call.slots("slots", slots)
+    scale = call.scale("scale", scale)
+    call.rope_dtype("rope_dtype", rope_dtype)
+    dtype = call.output_dtype("dtype", dtype)
+    handle = stream_handle(call.stream("stream", stream), kv_cache)
     n = int(slots.shape[0]) if getattr(slots, "ndim", 0) >= 1 else 0
     if out is None:
-        kv_c, k_pe = empty(kv_cache, (n, _LATENT_DIM), dtype), empty(kv_cache, (n, _ROPE_DIM), dtype)
+        shapes = ((n, _LATENT_DIM), (n, _ROPE_DIM))
+        kv_c = call.allocate("slots", lambda: empty(kv_cache, shapes[0], dtype), shapes[0], dtype)
+        k_pe = call.allocate("slots", lambda: empty(kv_cache, shapes[1], dtype), shapes[1], dtype)
     else:
+        call.prefill_out("out", out, n, _LATENT_DIM + _ROPE_DIM)
         kv_c, k_pe = out[:, :_LATENT_DIM], out[:, _LATENT_DIM:]
     kv_out, tag = output_array(kv_c)
     pe_out, _ = output_array(k_pe)
     _mlakv.gather_records(
-        format, export_cache(kv_cache), slot_array(slots), kv_out, pe_out, tag, scale_array(scale), rope_dtype, handle
+        format,
+        export_cache(kv_cache),
+        export_cache(slots),
+        kv_out,
+        pe_out,
+        tag,
+        export_cache(scale),
+        rope_dtype,
+        handle,
     )
     return kv_c, k_pe
 
@@ -137,11 +157,29 @@ def gather_records_paged(
     ``cu_seq_lens`` ``[B + 1]`` int32. ``rows`` comes from ``out``, else ``num_rows``, else
     ``cu_seq_lens[-1]`` (which reads the device: pass ``out`` or ``num_rows`` in a CUDA graph).
     """
-    _check_rope_dtype("gather_records_paged", format, rope_dtype)
-    handle = stream_handle(stream, kv_cache)
+    call = _format_call("gather_records_paged", format)
+    kv_cache = call.array("kv_cache", kv_cache)
+    block_table = call.array("block_table", block_table)
+    seq_lens = call.array("seq_lens", seq_lens)
+    cu_seq_lens = call.array("cu_seq_lens", cu_seq_lens)
+    scale = call.scale("scale", scale)
+    call.rope_dtype("rope_dtype", rope_dtype)
+    dtype = call.output_dtype("dtype", dtype)
+    handle = stream_handle(call.stream("stream", stream), kv_cache)
+    width = _LATENT_DIM + _ROPE_DIM
     if out is None:
-        rows = int(num_rows) if num_rows is not None else int(cu_seq_lens[-1])
-        out = empty(kv_cache, (rows, _LATENT_DIM + _ROPE_DIM), dtype)
+        if num_rows is not None:
+            rows = call.count("num_rows", num_rows)
+        else:
+            if getattr(cu_seq_lens, "ndim", 0) != 1 or int(cu_seq_lens.shape[0]) < 1:
+                call.value_error("cu_seq_lens", "shape must be (B + 1,)", str(tuple(getattr(cu_seq_lens, "shape", ()))))
+            last = int(cu_seq_lens[-1])
+            if last < 0:
+                call.value_error("cu_seq_lens", "cu_seq_lens[-1] (the row count) must be >= 0", str(last))
+            rows = last
+        out = call.allocate("num_rows", lambda: empty(kv_cache, (rows, width), dtype), (rows, width), dtype)
+    else:
+        call.prefill_out("out", out, None, width)
     kv_out, tag = output_array(out[:, :_LATENT_DIM])
     pe_out, _ = output_array(out[:, _LATENT_DIM:])
     _mlakv.gather_records_paged(
@@ -153,7 +191,7 @@ def gather_records_paged(
         kv_out,
         pe_out,
         tag,
-        scale_array(scale),
+        export_cache(scale),
         rope_dtype,
         handle,
     )

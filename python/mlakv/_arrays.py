@@ -36,23 +36,6 @@ def input_array(x: Any) -> tuple[Any, str | None]:
     return export(x), None
 
 
-def scale_array(scale: Any) -> Any:
-    """None stays None; a Python or numpy scalar becomes a 1-element float32 array;
-    arrays and tensors (engines pass layer._k_scale, on the GPU) go through unchanged."""
-    if scale is None:
-        return None
-    if isinstance(scale, (bool, int, float, np.floating, np.integer)):
-        return np.array([scale], dtype=np.float32)
-    return export(scale)
-
-
-def slot_array(slots: Any) -> Any:
-    """A Python list or tuple of slots becomes an int64 array; arrays pass unchanged."""
-    if isinstance(slots, (list, tuple, range)):
-        return np.asarray(slots, dtype=np.int64)
-    return export(slots)
-
-
 def stream_handle(stream: Any, *arrays: Any) -> int:
     """The cudaStream_t to launch on: an int, a torch or CuPy stream object, or,
     when None, torch's current stream for torch CUDA tensors, else the legacy
@@ -92,10 +75,18 @@ def output_array(x: Any) -> tuple[Any, str | None]:
     return input_array(x)
 
 
-def writer_arguments(kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, scale: Any, stream: Any) -> tuple:
-    """The extension's writer arguments: ((kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slots), scale, stream)."""
-    handle = stream_handle(stream, kv_c, kv_cache)
+def writer_arguments(
+    call: Any, kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, scale: Any, stream: Any
+) -> tuple:
+    """The extension's writer arguments, checked by ``call`` (a ``_checks.Call``):
+    ((kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slots), scale, stream)."""
+    kv_c = call.array("kv_c", kv_c)
+    k_pe = call.array("k_pe", k_pe)
+    kv_cache = call.array("kv_cache", kv_cache, writable=True)
+    slot_mapping = call.slots("slot_mapping", slot_mapping)
+    scale = call.scale("scale", scale)
+    handle = stream_handle(call.stream("stream", stream), kv_c, kv_cache)
     kv_c, kv_c_tag = input_array(kv_c)
     k_pe, k_pe_tag = input_array(k_pe)
-    tensors = (kv_c, kv_c_tag, k_pe, k_pe_tag, output_array(kv_cache)[0], slot_array(slot_mapping))
-    return tensors, scale_array(scale), handle
+    tensors = (kv_c, kv_c_tag, k_pe, k_pe_tag, output_array(kv_cache)[0], export(slot_mapping))
+    return tensors, export(scale), handle

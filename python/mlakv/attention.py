@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from . import _mlakv
-from ._arrays import _is_cupy, _is_torch, empty, export, input_array, output_array, scale_array, stream_handle
+from ._arrays import _is_cupy, _is_torch, empty, export, input_array, output_array, stream_handle
+from ._checks import Call
 
 _VALUE_DIM = 512
 
@@ -25,13 +26,25 @@ def _device_of(x: Any) -> tuple[bool, int]:
 
 def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, like: Any = None) -> int:
     """Bytes of workspace ``sparse_mla_decode`` uses for these shapes on ``like``'s device (0 on the CPU)."""
+    call = Call("sparse_mla_decode_workspace_size")
+    rows, heads, topk = call.count("rows", rows), call.count("heads", heads), call.count("topk", topk)
+    for name, value in (("rows", rows), ("heads", heads), ("topk", topk)):
+        if value >= 2**31:
+            call.value_error(name, "must be < 2^31", str(value))
     cuda, index = _device_of(like) if like is not None else (False, 0)
-    return int(_mlakv.sparse_mla_decode_workspace_size(int(rows), int(heads), int(topk), cuda, index))
+    return int(_mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, cuda, index))
 
 
 def sparse_mla_workspace(q: Any, indices: Any) -> Any:
     """A workspace for ``sparse_mla_decode(q, ..., indices, workspace=...)`` on q's device
     (allocate it once, outside a captured region, and reuse it every step)."""
+    call = Call("sparse_mla_workspace")
+    call.array("q", q)
+    call.array("indices", indices)
+    if getattr(q, "ndim", 0) != 3:
+        call.value_error("q", "shape must be (R, H, 576)", str(tuple(getattr(q, "shape", ()))))
+    if getattr(indices, "ndim", 0) != 2:
+        call.value_error("indices", "shape must be (R, K)", str(tuple(getattr(indices, "shape", ()))))
     rows, heads = int(q.shape[0]), int(q.shape[1])
     size = sparse_mla_decode_workspace_size(rows, heads, int(indices.shape[1]), q)
     if _is_torch(q):
@@ -73,15 +86,30 @@ def sparse_mla_decode(
     ``workspace`` (CUDA, optional, from ``sparse_mla_workspace``) lets long rows be split over
     more thread blocks; without it nothing is allocated and each (row, 16 heads) is one block.
     """
-    if rope_dtype not in ("bf16", "fp16"):
-        raise ValueError(f"mlakv::sparse_mla_decode({format}): rope_dtype: must be bf16 or fp16, got {rope_dtype!r}")
-    handle = stream_handle(stream, q, kv_cache)
+    call = Call("sparse_mla_decode", format)
+    call.string("format", format, "must be a str (a format id of mlakv.formats())")
+    q = call.array("q", q)
+    kv_cache = call.array("kv_cache", kv_cache)
+    indices = call.array("indices", indices)
+    topk_len = call.optional_array("topk_len", topk_len)
+    out = call.optional_array("out", out, writable=True)
+    lse = call.optional_array("lse", lse, writable=True)
+    workspace = call.optional_array("workspace", workspace, writable=True)
+    scale = call.scale("scale", scale)
+    call.rope_dtype("rope_dtype", rope_dtype)
+    if sm_scale is not None and (
+        isinstance(sm_scale, (bool, np.bool_)) or not isinstance(sm_scale, (int, float, np.number))
+    ):
+        call.type_error("sm_scale", "must be a float (None: 1/sqrt(576))", type(sm_scale).__name__)
+    handle = stream_handle(call.stream("stream", stream), q, kv_cache)
     rows = int(q.shape[0]) if getattr(q, "ndim", 0) >= 1 else 0
     heads = int(q.shape[1]) if getattr(q, "ndim", 0) >= 2 else 0
     if out is None:
-        out = empty(q, (rows, heads, _VALUE_DIM), "bfloat16")
+        out = call.allocate(
+            "q", lambda: empty(q, (rows, heads, _VALUE_DIM), "bfloat16"), (rows, heads, _VALUE_DIM), "bf16"
+        )
     if lse is None:
-        lse = empty(q, (rows, heads), "float32")
+        lse = call.allocate("q", lambda: empty(q, (rows, heads), "float32"), (rows, heads), "float32")
     q_arr, q_tag = input_array(q)
     out_arr, out_tag = output_array(out)
     _mlakv.sparse_mla_decode(
@@ -95,7 +123,7 @@ def sparse_mla_decode(
         export(lse),
         None if topk_len is None else export(topk_len),
         0.0 if sm_scale is None else float(sm_scale),
-        scale_array(scale),
+        export(scale),
         rope_dtype,
         None if workspace is None else export(workspace),
         handle,
@@ -112,14 +140,21 @@ def merge_attention_states(
     a side with ``lse = -inf`` contributes nothing. ``out_*`` are ``[R, H, D]`` bf16 or float32,
     ``lse_*`` ``[R, H]`` float32; ``out``/``lse`` may be ``out_a``/``lse_a`` (in place).
     """
-    handle = stream_handle(stream, out_a)
+    call = Call("merge_attention_states")
+    out_a, lse_a = call.array("out_a", out_a), call.array("lse_a", lse_a)
+    out_b, lse_b = call.array("out_b", out_b), call.array("lse_b", lse_b)
+    out = call.optional_array("out", out, writable=True)
+    lse = call.optional_array("lse", lse, writable=True)
+    handle = stream_handle(call.stream("stream", stream), out_a)
     a_arr, a_tag = input_array(out_a)
     b_arr, b_tag = input_array(out_b)
     if out is None:
         dtype = "float32" if str(getattr(out_a, "dtype", "")).endswith("float32") else "bfloat16"
-        out = empty(out_a, tuple(int(d) for d in out_a.shape), dtype)
+        shape = tuple(int(d) for d in out_a.shape)
+        out = call.allocate("out_a", lambda: empty(out_a, shape, dtype), shape, dtype)
     if lse is None:
-        lse = empty(out_a, tuple(int(d) for d in lse_a.shape), "float32")
+        shape = tuple(int(d) for d in lse_a.shape)
+        lse = call.allocate("lse_a", lambda: empty(out_a, shape, "float32"), shape, "float32")
     out_arr, out_tag = output_array(out)
     _mlakv.merge_attention_states(
         a_arr, a_tag, export(lse_a), b_arr, b_tag, export(lse_b), out_arr, out_tag, export(lse), handle

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import _mlakv
 from ._arrays import writer_arguments
+from ._checks import Call
 
 __all__ = ["concat_and_cache_nvfp4_mla_fp8_rope"]
 
@@ -38,5 +41,10 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
         stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's
             current stream for torch tensors, else the legacy default stream.
     """
-    tensors, scale, handle = writer_arguments(kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
+    call = Call("concat_and_cache_nvfp4_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope")
+    if not isinstance(per_token_scale, (bool, np.bool_)):
+        call.type_error("per_token_scale", "must be a bool", type(per_token_scale).__name__)
+    if per_token_scale:
+        call = Call("concat_and_cache_nvfp4_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope_pts")
+    tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
     _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(*tensors, scale, bool(per_token_scale), handle)

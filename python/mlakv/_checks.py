@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Argument checks of the public Python functions, run before anything reaches the
+extension: every mistake is one line, ``mlakv::<function>(<format>): <arg>: <rule>, got <value>``,
+as the library's own errors read (never nanobind's signature dump or a raw numpy error)."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import numpy as np
+
+# Output dtypes of the readers: the documented spellings and the library's own name for bf16.
+OUTPUT_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+
+
+def _type_name(x: Any) -> str:
+    return type(x).__name__
+
+
+def _numpy_dtype_ok(dtype: np.dtype) -> bool:
+    return dtype.kind in "biuf" or dtype.name == "bfloat16"
+
+
+class Call:
+    """The checks of one call, with its ``mlakv::function(format)`` prefix."""
+
+    def __init__(self, function: str, format: Any = None) -> None:
+        self.function = function
+        self.prefix = f"mlakv::{function}({format}): " if isinstance(format, str) else f"mlakv::{function}: "
+
+    def type_error(self, name: str, rule: str, got: str) -> NoReturn:
+        raise TypeError(f"{self.prefix}{name}: {rule}, got {got}")
+
+    def value_error(self, name: str, rule: str, got: str) -> NoReturn:
+        raise ValueError(f"{self.prefix}{name}: {rule}, got {got}")
+
+    def string(self, name: str, x: Any, rule: str) -> str:
+        if not isinstance(x, str):
+            self.type_error(name, rule, _type_name(x))
+        return x
+
+    def array(self, name: str, x: Any, *, writable: bool = False) -> Any:
+        """numpy arrays of a numeric dtype, or any other DLPack producer (torch, CuPy, JAX)."""
+        if isinstance(x, np.ndarray):
+            if not _numpy_dtype_ok(x.dtype):
+                self.type_error(name, "must be an array of a numeric dtype", f"dtype {x.dtype}")
+            if writable and not x.flags.writeable:
+                self.value_error(name, "must be writable (it is written in place)", "a read-only array")
+            return x
+        if hasattr(x, "__dlpack__") or type(x).__name__ == "PyCapsule":
+            return x
+        self.type_error(name, "must be an array (numpy, torch, CuPy or another DLPack producer)", _type_name(x))
+
+    def optional_array(self, name: str, x: Any, *, writable: bool = False) -> Any:
+        return None if x is None else self.array(name, x, writable=writable)
+
+    def slots(self, name: str, x: Any) -> Any:
+        """A list, tuple or range of Python ints becomes an int64 array; arrays pass through."""
+        if isinstance(x, (list, tuple, range)):
+            if not all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) for s in x):
+                bad = next(s for s in x if not isinstance(s, (int, np.integer)) or isinstance(s, (bool, np.bool_)))
+                self.type_error(name, "a list of slots must hold Python ints", f"an element of type {_type_name(bad)}")
+            try:
+                return np.asarray(x, dtype=np.int64)
+            except OverflowError:
+                self.value_error(name, "slots must fit int64", "a larger int")
+        return self.array(name, x)
+
+    def scale(self, name: str, x: Any) -> Any:
+        """None, a Python or numpy real number (a 1-element float32 array), or an array."""
+        if x is None:
+            return None
+        if isinstance(x, (bool, np.bool_)):
+            self.type_error(name, "must be a float or a 1-element float32 array", "bool")
+        if isinstance(x, (int, float, np.floating, np.integer)):
+            with np.errstate(over="ignore"):
+                return np.array([x], dtype=np.float32)
+        return self.array(name, x)
+
+    def stream(self, name: str, x: Any) -> int | None:
+        """None, an int cudaStream_t, or a torch/CuPy stream object."""
+        if x is None:
+            return None
+        for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+            if hasattr(x, attr):
+                x = getattr(x, attr)
+                break
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            self.type_error(name, "must be an int cudaStream_t or a torch/CuPy stream", _type_name(x))
+        if not 0 <= int(x) < 2**64:
+            self.value_error(name, "must be a cudaStream_t in [0, 2^64)", str(int(x)))
+        return int(x)
+
+    def count(self, name: str, x: Any) -> int:
+        """A non-negative Python or numpy int (not bool)."""
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            self.type_error(name, "must be an int", _type_name(x))
+        if int(x) < 0:
+            self.value_error(name, "must be >= 0", str(int(x)))
+        return int(x)
+
+    def output_dtype(self, name: str, x: Any) -> str:
+        accepted = ", ".join(repr(k) for k in OUTPUT_DTYPES)
+        if not isinstance(x, str):
+            self.type_error(name, f"must be one of {accepted}", _type_name(x))
+        if x not in OUTPUT_DTYPES:
+            self.value_error(name, f"must be one of {accepted}", repr(x))
+        return OUTPUT_DTYPES[x]
+
+    def rope_dtype(self, name: str, x: Any) -> str:
+        if not isinstance(x, str) or x not in ("bf16", "fp16"):
+            self.value_error(name, "must be bf16 or fp16", repr(x))
+        return x
+
+    def prefill_out(self, name: str, x: Any, rows: int | None, width: int) -> Any:
+        """``out``: a writable [N, 576] array (N = rows when known)."""
+        self.array(name, x, writable=True)
+        shape = tuple(int(d) for d in getattr(x, "shape", ()))
+        expected = f"(N, {width})" if rows is None else f"(N, {width}) with N = {rows}"
+        if len(shape) != 2 or shape[1] != width or (rows is not None and shape[0] != rows):
+            self.value_error(name, f"shape must be {expected}", str(shape))
+        return x
+
+    def allocate(self, name: str, make: Any, shape: tuple[int, ...], dtype: str) -> Any:
+        """An output array; a size that cannot be allocated is an error naming ``name``."""
+        try:
+            return make()
+        except (MemoryError, ValueError, RuntimeError, OverflowError) as e:
+            first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
+            self.value_error(name, f"cannot allocate a {shape} {dtype} output", first_line)
