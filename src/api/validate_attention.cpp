@@ -35,8 +35,7 @@ void check_lse(const Check& check, std::string_view name, const TensorView& v, s
                 shape_string(v));
   check_strides_nonnegative(check, name, v);
   check.require(heads <= 1 || rows == 0 || v.strides[1] >= 1, ErrorCode::kLayout, name,
-                "heads must not overlap (stride >= 1)",
-                str(v.strides[1]));
+                "heads must not overlap (stride >= 1)", str(v.strides[1]));
   check.require(rows <= 1 || heads == 0 || v.strides[0] >= (heads - 1) * v.strides[1] + 1, ErrorCode::kLayout, name,
                 "rows must not overlap", "stride " + str(v.strides[0]));
   check_data(check, name, v);

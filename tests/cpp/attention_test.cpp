@@ -349,11 +349,10 @@ TEST(merge_attention_states_validation, out_may_be_an_input_exactly_but_not_part
   std::vector<float> a(2 * 2 * 4), b(2 * 2 * 4), la(4), lb(4);
   const auto v3 = [](float* p) { return make_view(p, DType::kFloat32, {2, 2, 4}); };
   const auto v2 = [](float* p) { return make_view(p, DType::kFloat32, {2, 2}); };
-  EXPECT_NO_THROW(merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(b.data()),
-                                         v2(lb.data())));
+  EXPECT_NO_THROW(
+      merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(b.data()), v2(lb.data())));
   try {
-    merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(a.data() + 4),
-                           v2(lb.data()));
+    merge_attention_states(v3(a.data()), v2(la.data()), v3(b.data()), v2(lb.data()), v3(a.data() + 4), v2(lb.data()));
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),

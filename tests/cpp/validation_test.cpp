@@ -4,8 +4,8 @@
 
 #include <functional>
 #include <limits>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_support.h"
