@@ -3,7 +3,10 @@
 // outside the record (the record is a heap block of exactly record_bytes, so
 // AddressSanitizer reports any read past it), both through the codec and
 // through the public reader.
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "codec/codecs.h"
@@ -35,9 +38,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.scale = &scale;
   options.rope_dtype = fp16_rope ? mlakv::DType::kFloat16 : mlakv::DType::kBFloat16;
   const auto n = static_cast<std::int64_t>(slots.size());
-  mlakv::gather_records(info.format, mlakv::make_view(record.data(), mlakv::DType::kUInt8, {1, 1, info.record_bytes}),
-                        mlakv::make_view(slots.data(), mlakv::DType::kInt64, {n}),
-                        mlakv::make_view(kv_out.data(), mlakv::DType::kFloat32, {n, 512}),
-                        mlakv::make_view(pe_out.data(), mlakv::DType::kFloat32, {n, 64}), options);
+  // A k_scale outside [FLT_MIN, FLT_MAX / 448] (0, negative, NaN, inf, subnormal, huge) must be refused.
+  const bool scale_ok = std::isnormal(k_scale) && k_scale > 0.0f && k_scale <= FLT_MAX / 448.0f;
+  bool accepted = true;
+  try {
+    mlakv::gather_records(info.format, mlakv::make_view(record.data(), mlakv::DType::kUInt8, {1, 1, info.record_bytes}),
+                          mlakv::make_view(slots.data(), mlakv::DType::kInt64, {n}),
+                          mlakv::make_view(kv_out.data(), mlakv::DType::kFloat32, {n, 512}),
+                          mlakv::make_view(pe_out.data(), mlakv::DType::kFloat32, {n, 64}), options);
+  } catch (const mlakv::Error&) {
+    accepted = false;
+  }
+  if (accepted != scale_ok) std::abort();
   return 0;
 }

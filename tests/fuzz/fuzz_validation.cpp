@@ -3,10 +3,14 @@
 // slots. Every view describes memory the harness really owns (allocated to the
 // view's extent), the cache sits between guard bytes, and the call must either
 // throw mlakv::Error having changed nothing, or change only bytes inside the
-// records of in-range slots.
+// records of in-range slots. Three hostile moves on top: a null input with a
+// huge shape (its element count past int64 or not), an input placed inside the
+// cache (overlap), and empty inputs with zero strides (numpy 2's); the first
+// two must be refused, the third accepted as a no-op when all else is valid.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "fuzz_input.h"
@@ -96,6 +100,38 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cache.view.data = aligned(cache_mem, kGuard);
   const std::vector<std::uint8_t> before = cache_mem;
 
+  TensorView* const inputs[3] = {&kv.view, &pe.view, &slots.view};
+  bool must_refuse = false;
+  switch (in.pick(8)) {
+    case 0: {  // null data behind a huge shape: never read, always refused
+      TensorView& v = *inputs[in.pick(3)];
+      v.data = nullptr;
+      v.shape[0] =
+          in.pick(2) ? std::int64_t{1} << (40 + in.pick(23)) : static_cast<std::int64_t>(in.take<std::uint64_t>() >> 1);
+      must_refuse = v.shape[0] > 0 && v.ndim > 0;
+      for (int d = 1; d < v.ndim; ++d) must_refuse = must_refuse && v.shape[d] > 0;
+      break;
+    }
+    case 1: {  // an input inside the cache being written
+      TensorView& v = *inputs[in.pick(3)];
+      const std::int64_t span = cache.extent_bytes;
+      if (span > 0 && mlakv::numel(v) > 0) {
+        v.data = static_cast<std::uint8_t*>(cache.view.data) +
+                 in.pick(static_cast<unsigned>(std::min<std::int64_t>(span, 255)));
+        must_refuse = true;
+      }
+      break;
+    }
+    case 2:  // empty views with zero strides
+      for (TensorView* v : inputs) {
+        if (mlakv::numel(*v) != 0) continue;
+        for (int d = 0; d < v->ndim; ++d) v->strides[d] = 0;
+      }
+      break;
+    default:
+      break;
+  }
+
   float k_scale = 1.0f;
   const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
   bool accepted = true;
@@ -117,6 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(cache_mem == before);
     return 0;
   }
+  check(!must_refuse);
   // Accepted: only bytes of records addressed by in-range slots may differ.
   const auto* base = static_cast<const std::uint8_t*>(cache.view.data);
   const std::int64_t block_size = cache.view.shape[1];

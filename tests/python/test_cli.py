@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -160,3 +161,118 @@ def test_mlakv_command_inspect_decodes_one_record(tmp_path):
     values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
     np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
     assert run(*inspect, "--block-size", "4", "--slot", "8", check=False).returncode == 2
+
+
+def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("mlakv: error: ") and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    for word in words:
+        assert word in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("format", "block_size", "slot"),
+    [
+        ("fp8_ds_mla", 4611686018427387904, 0),  # block_size * 656 wrapped to 0: SIGFPE
+        ("fp8_ds_mla", 288230376151711745, 1048576),  # wrapped to a small block: read past the buffer
+        ("bf16", 144115188075855873, 1048576),
+    ],
+)
+def test_mlakv_command_inspect_refuses_block_sizes_whose_bytes_overflow(tmp_path, format, block_size, slot):
+    (tmp_path / "cache.bin").write_bytes(bytes(FORMATS[format] * 64))
+    args = ["--format", format, "--cache", str(tmp_path / "cache.bin"), "--block-size", str(block_size)]
+    one_line_exit_2(run("inspect", *args, "--slot", str(slot), check=False), "--block-size")
+
+
+@pytest.mark.parametrize("scale", ["0", "-0", "-1", "nan", "inf", "1e38", "1e-40"])
+def test_mlakv_command_inspect_refuses_meaningless_scales(tmp_path, scale):
+    (tmp_path / "cache.bin").write_bytes(bytes(576 * 4))
+    args = ["--format", "fp8_e4m3", "--cache", str(tmp_path / "cache.bin"), "--block-size", "4", "--slot", "0"]
+    one_line_exit_2(run("inspect", *args, "--scale", scale, check=False), "--scale")
+
+
+def special_files(tmp_path):
+    """A character device, a FIFO and a directory: none may be read as a file."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "dir").mkdir()
+    return {"/dev/zero": "a character device", str(fifo): "a FIFO", str(tmp_path / "dir"): "a directory"}
+
+
+def test_mlakv_command_inspect_refuses_special_files_as_the_cache(tmp_path):
+    for path, kind in special_files(tmp_path).items():
+        args = ["--format", "bf16", "--cache", path, "--block-size", "1", "--slot", "0"]
+        result = subprocess.run([EXE, "inspect", *args], capture_output=True, text=True, timeout=30)
+        one_line_exit_2(result, "--cache", f"must be a regular file, got {kind}")
+
+
+@pytest.mark.parametrize("name", ["kv_c.npy", "k_pe.npy", "q.npy"])
+def test_mlakv_command_report_refuses_special_files_as_activations(tmp_path, name):
+    specials = special_files(tmp_path)
+    for path, kind in specials.items():
+        acts = tmp_path / f"acts-{kind.split()[-1]}"
+        acts.mkdir()
+        np.save(acts / "kv_c.npy", np.zeros((4, 512), np.float32))
+        np.save(acts / "k_pe.npy", np.zeros((4, 64), np.float32))
+        (acts / name).unlink(missing_ok=True)
+        (acts / name).symlink_to(path)
+        result = subprocess.run(
+            [EXE, "report", "--quiet", "--activations", str(acts)], capture_output=True, text=True, timeout=30
+        )
+        one_line_exit_2(result, "--activations", name, f"must be a regular file, got {kind}")
+
+
+def fake_npy(path, shape, data_bytes: int = 64) -> None:
+    """A .npy header declaring `shape` float32 values, followed by only `data_bytes` bytes."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + str(tuple(shape)) + ", }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + bytes(data_bytes))
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [("kv_c.npy", (2**58, 512)), ("q.npy", (2**29, 2**29, 576)), ("kv_c.npy", (2**62, 2**62)), ("k_pe.npy", (4, 65))],
+)
+def test_mlakv_command_npy_shapes_are_checked_against_the_file_size_before_reading(tmp_path, name, shape):
+    np.save(tmp_path / "kv_c.npy", np.zeros((4, 512), np.float32))
+    np.save(tmp_path / "k_pe.npy", np.zeros((4, 64), np.float32))
+    fake_npy(tmp_path / name, shape)
+    result = subprocess.run(
+        [EXE, "report", "--quiet", "--activations", str(tmp_path)], capture_output=True, text=True, timeout=30
+    )
+    one_line_exit_2(result, "--activations", name, "bytes of data, the file holds")
+
+
+def write_activations(path, kv_c, k_pe) -> None:
+    np.save(path / "kv_c.npy", kv_c.astype(np.float32))
+    np.save(path / "k_pe.npy", k_pe.astype(np.float32))
+
+
+@pytest.mark.parametrize(("array", "value"), [("kv_c", np.nan), ("k_pe", np.inf), ("q", -np.inf)])
+def test_mlakv_command_report_refuses_non_finite_activations_naming_file_array_and_index(tmp_path, array, value):
+    rng = np.random.default_rng(2)
+    arrays = {"kv_c": rng.standard_normal((40, 512)), "k_pe": rng.standard_normal((40, 64))}
+    arrays["q"] = rng.standard_normal((2, 4, 576))
+    bad = (1, 3, 7) if array == "q" else (3, 17)
+    arrays[array][bad] = value
+    for name, a in arrays.items():
+        np.save(tmp_path / f"{name}.npy", a.astype(np.float32))
+    result = run("report", "--quiet", "--activations", str(tmp_path), check=False)
+    index = ", ".join(str(i) for i in bad)
+    one_line_exit_2(result, f"{tmp_path}/{array}.npy", f"{array}[{index}] is {value}", "--allow-nonfinite")
+    report = json.loads(run("report", "--quiet", "--json", "--allow-nonfinite", "--activations", str(tmp_path)).stdout)
+    for f in report["formats"]:
+        assert f["latent_nonfinite"] + f["rope_nonfinite"] + f["attention_nonfinite"] > 0
+        assert np.isfinite(f["attention_rel_rms"])
+    assert report["recommended"] is None
+
+
+def test_mlakv_command_report_says_when_a_format_overflows_on_finite_inputs(tmp_path):
+    rng = np.random.default_rng(3)
+    write_activations(tmp_path, 1e6 * rng.standard_normal((64, 512)), rng.standard_normal((64, 64)))
+    report = json.loads(run("report", "--quiet", "--json", "--activations", str(tmp_path)).stdout)
+    fp16 = next(f for f in report["formats"] if f["format"] == "fp16")
+    assert fp16["latent_nonfinite"] > 0
+    assert report["recommended"] != "fp16"
+    table = run("report", "--quiet", "--activations", str(tmp_path)).stdout
+    assert "! fp16: non-finite decoded or reference values" in table and "larger inputs overflow" in table

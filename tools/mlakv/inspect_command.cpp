@@ -4,13 +4,15 @@
 #include <cuda_fp8.h>
 #include <fmt/core.h>
 
-#include <fstream>
-#include <iterator>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "files.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
@@ -82,22 +84,37 @@ void run_inspect(const InspectOptions& o) {
   const FormatInfo& info = format_info(format);
   if (o.block_size <= 0) fail("--block-size", "must be > 0");
   if (o.rope_dtype != "bf16" && o.rope_dtype != "fp16") fail("--rope-dtype", "must be bf16 or fp16");
-  std::ifstream in(o.cache, std::ios::binary);
-  if (!in) fail("--cache", "cannot open " + o.cache);
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::int64_t block_bytes = o.block_size * info.record_bytes;
-  if (bytes.empty() || static_cast<std::int64_t>(bytes.size()) % block_bytes != 0) {
+  if (!(std::isnormal(o.scale) && o.scale > 0.0f && o.scale <= std::numeric_limits<float>::max() / 448.0f)) {
+    fail("--scale",
+         fmt::format("must be a positive normal float32 with 448 * scale finite ({:.9g} <= scale <= "
+                     "{:.9g}), got {:.9g}",
+                     std::numeric_limits<float>::min(), std::numeric_limits<float>::max() / 448.0f, o.scale));
+  }
+  // Sizes in checked 64-bit arithmetic: a block of block_size records must fit the file.
+  const std::uint64_t file_bytes = regular_file_size("--cache", o.cache);
+  std::int64_t block_bytes = 0;
+  if (__builtin_mul_overflow(o.block_size, std::int64_t{info.record_bytes}, &block_bytes) ||
+      static_cast<std::uint64_t>(block_bytes) > file_bytes) {
+    fail("--block-size", fmt::format("{} slots of {} bytes do not fit {} ({} bytes)", o.block_size, info.record_bytes,
+                                     o.cache, file_bytes));
+  }
+  if (file_bytes % static_cast<std::uint64_t>(block_bytes) != 0) {
     fail("--cache", fmt::format("{} is {} bytes, not a whole number of blocks of {} x {} bytes (a dense "
                                 "[num_blocks, block_size, {}] dump)",
-                                o.cache, bytes.size(), o.block_size, info.record_bytes, info.record_bytes));
+                                o.cache, file_bytes, o.block_size, info.record_bytes, info.record_bytes));
   }
-  const std::int64_t num_blocks = static_cast<std::int64_t>(bytes.size()) / block_bytes;
-  if (o.slot < 0 || o.slot >= num_blocks * o.block_size) {
-    fail("--slot", fmt::format("must be in [0, {}) for this cache, got {}", num_blocks * o.block_size, o.slot));
+  const auto num_blocks = static_cast<std::int64_t>(file_bytes / static_cast<std::uint64_t>(block_bytes));
+  const std::int64_t capacity = num_blocks * o.block_size;  // <= file_bytes / record_bytes: no overflow
+  if (o.slot < 0 || o.slot >= capacity) {
+    fail("--slot", fmt::format("must be in [0, {}) for this cache, got {}", capacity, o.slot));
   }
-  const std::uint8_t* record = bytes.data() + o.slot * info.record_bytes;
+  const std::int64_t offset = o.slot * info.record_bytes;  // < file_bytes
+  // Only the record is read, whatever the dump's size.
+  std::string record_bytes = read_file_range("--cache", o.cache, static_cast<std::uint64_t>(offset),
+                                             static_cast<std::uint64_t>(info.record_bytes));
+  auto* record = reinterpret_cast<std::uint8_t*>(record_bytes.data());
   fmt::print("{}: slot {} = block {}, position {}; record at byte {} of {}\n", info.id, o.slot, o.slot / o.block_size,
-             o.slot % o.block_size, o.slot * info.record_bytes, o.cache);
+             o.slot % o.block_size, offset, o.cache);
   for (const FieldInfo& f : info.fields) print_field(f, record, o.values);
 
   // The decoded values, through the library's reader.
@@ -106,9 +123,9 @@ void run_inspect(const InspectOptions& o) {
   GatherOptions options;
   options.scale = &scale;
   options.rope_dtype = o.rope_dtype == "fp16" ? DType::kFloat16 : DType::kBFloat16;
-  std::int64_t slot = o.slot;
+  std::int64_t slot = 0;
   std::vector<float> kv(512), pe(64);
-  gather_records(format, make_view(bytes.data(), DType::kUInt8, {num_blocks, o.block_size, info.record_bytes}),
+  gather_records(format, make_view(record, DType::kUInt8, {1, 1, info.record_bytes}),
                  make_view(&slot, DType::kInt64, {1}), make_view(kv.data(), DType::kFloat32, {1, 512}),
                  make_view(pe.data(), DType::kFloat32, {1, 64}), options);
   const auto amax = [](const std::vector<float>& v) {

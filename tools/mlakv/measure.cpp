@@ -42,13 +42,18 @@ std::vector<std::int32_t> select_tokens(std::int64_t rows, std::int64_t tokens, 
 
 ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got) {
   double err2 = 0.0, ref2 = 0.0, max_abs = 0.0;
+  std::int64_t nonfinite = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i]) || !std::isfinite(ref[i])) {
+      ++nonfinite;
+      continue;
+    }
     const double d = static_cast<double>(got[i]) - ref[i];
     err2 += d * d;
     ref2 += static_cast<double>(ref[i]) * ref[i];
     max_abs = std::max(max_abs, std::abs(d));
   }
-  return {ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), max_abs};
+  return {ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), max_abs, nonfinite};
 }
 
 Queries make_queries(const Activations& bf16, std::int64_t rows, std::int64_t heads, std::int64_t topk,

@@ -32,11 +32,13 @@ Queries user_queries(const std::vector<float>& values, std::int64_t rows, std::i
                      std::int64_t topk, std::uint64_t seed);
 
 struct ErrorStats {
-  double rel_rms = 0.0;  // |decoded - reference| / |reference| over all values
-  double max_abs = 0.0;
+  double rel_rms = 0.0;        // |decoded - reference| / |reference| over the finite pairs
+  double max_abs = 0.0;        // over the finite pairs
+  std::int64_t nonfinite = 0;  // pairs where the decoded or the reference value is NaN or infinite
 };
 
-/// |got - ref| relative RMS over all values, and its largest element.
+/// |got - ref| relative RMS and largest element over the pairs where both are
+/// finite, and how many pairs are not (a format that overflows, or non-finite inputs).
 ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got);
 
 struct FormatAccuracy {

@@ -2,11 +2,12 @@
 #include "npy.h"
 
 #include <cuda_fp16.h>
+#include <fmt/core.h>
 
+#include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
+#include "files.h"
 #include "mlakv/error.h"
 
 namespace mlakv::tool {
@@ -31,27 +32,28 @@ std::string header_value(const std::string& header, const std::string& key) {
 
 NpyArray read_npy(const std::string& flag, const std::string& path) {
   const auto fail = [&](const std::string& why) { throw Error(ErrorCode::kValue, flag + ": " + path + ": " + why); };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open the file");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  std::size_t header_len = 0;
-  std::size_t offset = 0;
+  // Every read is bounded by the file's size: the header first, then exactly the data its shape declares.
+  const std::uint64_t file_size = regular_file_size(flag, path);
+  if (file_size < 10) fail("not a .npy file");
+  const std::string lead = read_file_range(flag, path, 0, std::min<std::uint64_t>(file_size, 12));
+  if (lead.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
+  const int major = static_cast<unsigned char>(lead[6]);
+  std::uint64_t header_len = 0;
+  std::uint64_t offset = 0;
   if (major == 1) {
     header_len =
-        static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+        static_cast<unsigned char>(lead[8]) | (static_cast<std::uint64_t>(static_cast<unsigned char>(lead[9])) << 8);
     offset = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) fail("truncated header");
+    if (lead.size() < 12) fail("truncated header");
     for (int i = 0; i < 4; ++i)
-      header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+      header_len |= static_cast<std::uint64_t>(static_cast<unsigned char>(lead[8 + i])) << (8 * i);
     offset = 12;
   } else {
     fail("unsupported .npy version " + std::to_string(major));
   }
-  if (bytes.size() < offset + header_len) fail("truncated header");
-  const std::string header = bytes.substr(offset, header_len);
+  if (header_len > file_size - offset) fail("truncated header");
+  const std::string header = read_file_range(flag, path, offset, header_len);
   const std::string descr = header_value(header, "descr");
   const std::string fortran = header_value(header, "fortran_order");
   const std::string shape_text = header_value(header, "shape");
@@ -68,23 +70,33 @@ NpyArray read_npy(const std::string& flag, const std::string& path) {
     std::int64_t dim = 0;
     bool any = false;
     while (pos < shape_text.size() && shape_text[pos] >= '0' && shape_text[pos] <= '9') {
-      dim = dim * 10 + (shape_text[pos++] - '0');
+      if (__builtin_mul_overflow(dim, 10, &dim) || __builtin_add_overflow(dim, shape_text[pos++] - '0', &dim)) {
+        fail("shape " + shape_text + " does not fit int64");
+      }
       any = true;
     }
     if (!any) fail("cannot read the shape " + shape_text);
     array.shape.push_back(dim);
   }
+  // The declared data must fit in the file: checked in 64 bits before anything is allocated.
+  const std::uint64_t data = offset + header_len;
   std::int64_t count = 1;
-  for (const std::int64_t d : array.shape) count *= d;
-  const std::size_t data = offset + header_len;
-  if (bytes.size() - data < static_cast<std::size_t>(count) * element) fail("holds fewer values than its shape");
+  std::int64_t bytes = 0;
+  bool fits = true;
+  for (const std::int64_t d : array.shape) fits = fits && !__builtin_mul_overflow(count, d, &count);
+  fits = fits && !__builtin_mul_overflow(count, std::int64_t{element}, &bytes);
+  if (!fits || static_cast<std::uint64_t>(bytes) > file_size - data) {
+    fail(fmt::format("shape {} of {}-byte values needs {} bytes of data, the file holds {}", shape_text, element,
+                     fits ? std::to_string(bytes) : std::string("more than 2^63"), file_size - data));
+  }
+  const std::string values = read_file_range(flag, path, data, static_cast<std::uint64_t>(bytes));
   array.values.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     if (element == 4) {
-      std::memcpy(&array.values[i], bytes.data() + data + 4 * i, 4);
+      std::memcpy(&array.values[i], values.data() + 4 * i, 4);
     } else {
       std::uint16_t h;
-      std::memcpy(&h, bytes.data() + data + 2 * i, 2);
+      std::memcpy(&h, values.data() + 2 * i, 2);
       array.values[i] = __half2float(__ushort_as_half(h));
     }
   }

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -38,6 +39,7 @@ struct ReportOptions {
   std::int64_t queries = 4;
   std::uint64_t seed = 0;
   std::string activations;
+  bool allow_nonfinite = false;
   double max_attention_error = 0.02;
   bool json = false;
   std::string plot;
@@ -66,6 +68,31 @@ Inputs synthetic_inputs(const ReportOptions& o, std::int64_t tokens, int heads) 
   return in;
 }
 
+// "[3, 17]": the row-major index of element `flat` in `shape`.
+std::string index_text(const std::vector<std::int64_t>& shape, std::size_t flat) {
+  std::vector<std::int64_t> index(shape.size());
+  auto rest = static_cast<std::int64_t>(flat);
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] > 0 ? rest % shape[d] : 0;
+    rest = shape[d] > 0 ? rest / shape[d] : 0;
+  }
+  std::string text = "[";
+  for (std::size_t d = 0; d < index.size(); ++d) text += (d ? ", " : "") + std::to_string(index[d]);
+  return text + "]";
+}
+
+// Non-finite activations measure nothing: refused naming the file, the array and the first bad index.
+void check_finite(const ReportOptions& o, const std::string& file, const std::string& array, const NpyArray& a) {
+  if (o.allow_nonfinite) return;
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    if (std::isfinite(a.values[i])) continue;
+    throw Error(ErrorCode::kValue,
+                fmt::format("--activations: {}/{}: {}{} is {} (the first non-finite value); pass --allow-nonfinite "
+                            "to measure how each format stores such values",
+                            o.activations, file, array, index_text(a.shape, i), a.values[i]));
+  }
+}
+
 // kv_c.npy [T, 512] and k_pe.npy [T, 64] (float32 or float16), optional q.npy [R, H, 576].
 Inputs user_inputs(const ReportOptions& o, int heads) {
   const std::string dir = o.activations;
@@ -79,17 +106,20 @@ Inputs user_inputs(const ReportOptions& o, int heads) {
   if (pe.shape.size() != 2 || pe.shape[0] != tokens || pe.shape[1] != 64) {
     shape_error("k_pe.npy", "[T, 64] with T = " + std::to_string(tokens) + " (kv_c.npy's rows)");
   }
+  check_finite(o, "kv_c.npy", "kv_c", kv);
+  check_finite(o, "k_pe.npy", "k_pe", pe);
   Inputs in{round_activations(kv.values, pe.values, tokens, DType::kBFloat16),
             round_activations(kv.values, pe.values, tokens, DType::kFloat16),
             {},
             fmt::format("{} tokens of {}", tokens, dir)};
   const std::int64_t topk = std::min(kTopk, tokens);
-  std::ifstream q_file(dir + "/q.npy");
-  if (q_file.good()) {
+  std::error_code missing;
+  if (std::filesystem::exists(dir + "/q.npy", missing)) {  // a stat, never an open: a FIFO is refused by read_npy
     const NpyArray q = read_npy("--activations", dir + "/q.npy");
     if (q.shape.size() != 3 || q.shape[2] != 576 || q.shape[0] < 1 || q.shape[1] < 1) {
       shape_error("q.npy", "[R, H, 576]");
     }
+    check_finite(o, "q.npy", "q", q);
     in.queries = user_queries(q.values, q.shape[0], q.shape[1], tokens, topk, o.seed);
     in.source += " with its q.npy";
   } else {
@@ -98,11 +128,17 @@ Inputs user_inputs(const ReportOptions& o, int heads) {
   return in;
 }
 
-// The format with the most tokens among those within the attention-error limit.
+std::int64_t nonfinite(const FormatRow& r) {
+  return r.accuracy.latent.nonfinite + r.accuracy.rope.nonfinite + r.accuracy.attention.nonfinite;
+}
+
+// The format with the most tokens among those within the attention-error limit
+// whose decoded values are all finite.
 std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::string& reason) {
   std::size_t best = rows.size();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const FormatRow& r = rows[i];
+    if (nonfinite(r) > 0) continue;  // overflows (or non-finite inputs): no error number describes it
     if (!(r.accuracy.attention.rel_rms <= limit)) continue;
     if (best == rows.size() || r.capacity.tokens > rows[best].capacity.tokens ||
         (r.capacity.tokens == rows[best].capacity.tokens &&
@@ -111,7 +147,11 @@ std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::str
     }
   }
   if (best == rows.size()) {
-    reason = fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
+    bool all_nonfinite = true;
+    for (const FormatRow& r : rows) all_nonfinite = all_nonfinite && nonfinite(r) > 0;
+    reason = all_nonfinite ? "every format decodes some values as NaN or infinity (non-finite inputs, or values "
+                             "beyond a format's range); no error threshold can rank them"
+                           : fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
     return best;
   }
   const FormatRow& r = rows[best];
@@ -161,6 +201,15 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
     }
   }
   fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
+  for (const FormatRow& r : rows) {
+    if (nonfinite(r) == 0) continue;
+    fmt::print(
+        "! {}: non-finite decoded or reference values (NaN/inf; '%' columns cover the finite ones): {} of {} "
+        "latent, {} of {} rope, {} of {} attention outputs{}\n",
+        format_info(r.capacity.format).id, r.accuracy.latent.nonfinite, in.bf16.tokens * 512, r.accuracy.rope.nonfinite,
+        in.bf16.tokens * 64, r.accuracy.attention.nonfinite, in.queries.rows * in.queries.heads * 512,
+        r.capacity.format == Format::kFp16 ? " (fp16 holds |x| <= 65504: larger inputs overflow)" : "");
+  }
   if (best < rows.size()) {
     fmt::print("* recommended: {}: {}\n", format_info(rows[best].capacity.format).id, reason);
   } else {
@@ -190,7 +239,8 @@ void print_json(const ModelBudget& budget, const Inputs& in, Device device, cons
         "\"sequences_128k\": {}, \"tokens_vs_bf16\": {}, \"latent_rel_rms\": {}, \"latent_max_abs\": {}, "
         "\"rope_rel_rms\": {}, \"rope_max_abs\": {}, \"attention_rel_rms\": {}, \"attention_max_abs\": {}, "
         "\"write_gbps\": {}, \"read_gbps\": {}, \"write_tokens_per_s\": {}, \"read_tokens_per_s\": {}, "
-        "\"write_fraction_of_copy\": {}, \"read_fraction_of_copy\": {}}}{}\n",
+        "\"write_fraction_of_copy\": {}, \"read_fraction_of_copy\": {}, \"latent_nonfinite\": {}, "
+        "\"rope_nonfinite\": {}, \"attention_nonfinite\": {}}}{}\n",
         json_string(format_info(c.format).id), c.record_bytes, c.bytes_per_token, c.tokens, c.sequences,
         json_number(c.tokens_vs_bf16), json_number(r.accuracy.latent.rel_rms), json_number(r.accuracy.latent.max_abs),
         json_number(r.accuracy.rope.rel_rms), json_number(r.accuracy.rope.max_abs),
@@ -199,7 +249,8 @@ void print_json(const ModelBudget& budget, const Inputs& in, Device device, cons
         json_number(gbps(r.speed.read_bytes, r.speed.read_us)), json_number(in.bf16.tokens / (r.speed.write_us * 1e-6)),
         json_number(in.bf16.tokens / (r.speed.read_us * 1e-6)),
         json_number(fraction(r.speed.write_copy_us, r.speed.write_us)),
-        json_number(fraction(r.speed.read_copy_us, r.speed.read_us)), i + 1 < rows.size() ? "," : "");
+        json_number(fraction(r.speed.read_copy_us, r.speed.read_us)), r.accuracy.latent.nonfinite,
+        r.accuracy.rope.nonfinite, r.accuracy.attention.nonfinite, i + 1 < rows.size() ? "," : "");
   }
   out += "  ]\n}\n";
   fmt::print("{}", out);
@@ -209,6 +260,7 @@ void write_plot(const std::string& path, const ModelBudget& budget, const std::v
                 std::size_t best) {
   std::vector<PlotPoint> points;
   for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (nonfinite(rows[i]) > 0) continue;  // no error number places it
     points.push_back({std::string(format_info(rows[i].capacity.format).id),
                       static_cast<double>(rows[i].capacity.bytes_per_token), rows[i].accuracy.attention.rel_rms,
                       i == best});
@@ -298,6 +350,8 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries");
   cmd->add_option("--activations", o->activations,
                   "Directory with kv_c.npy [T,512] and k_pe.npy [T,64] (float32/float16), optional q.npy [R,H,576]");
+  cmd->add_flag("--allow-nonfinite", o->allow_nonfinite,
+                "Measure activations holding NaN/inf instead of refusing them (counted per format)");
   cmd->add_option("--max-attention-error", o->max_attention_error,
                   "Largest sparse-attention error (relative RMS) a recommended format may have")
       ->default_val(o->max_attention_error);
