@@ -41,8 +41,14 @@ void concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c,          // [>=
 
 /// Writes records of an explicit format; the two entry points above resolve
 /// their arguments to a format and call this. k_pe must be 2-D here.
-/// scale: [1] float32 on the CPU or the tensors' device (then read by the
-/// kernel, no synchronization); required by Format::kFp8E4m3, ignored otherwise.
+/// scale: [1] (or 0-d) float32 on the CPU or the tensors' device (then read by
+/// the kernel, no synchronization); required by Format::kFp8E4m3, ignored
+/// otherwise. A CPU scale, whatever the format, must be a positive normal
+/// float32 with 448 * scale finite (FLT_MIN <= scale <= FLT_MAX / 448); 0, -0,
+/// negatives, NaN, inf, subnormals and larger values are refused. A device
+/// scale is not read on the host and so not checked.
+/// Inputs (kv_c, k_pe, slot_mapping, scale) must not share a byte with
+/// kv_cache; empty inputs are valid whatever their strides (no-op).
 void write_records(Format format,
                    const TensorView& kv_c,          // [>=T, 512] bf16 | fp16
                    const TensorView& k_pe,          // [>=T, 64], kv_c's dtype

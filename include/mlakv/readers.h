@@ -15,7 +15,9 @@ struct GatherOptions {
   /// fp8_ds_mla stores k_pe's raw 16-bit values: which type they are.
   DType rope_dtype = DType::kBFloat16;
   /// fp8_e4m3 records hold v / k_scale: the [1] float32 k_scale to multiply
-  /// back (CPU, or the cache's device).
+  /// back (CPU, or the cache's device); a CPU value must lie in
+  /// [FLT_MIN, FLT_MAX / 448] (see write_records). Outputs must not share a
+  /// byte with the cache, the slots, the scale or each other.
   const TensorView* scale = nullptr;
 };
 
