@@ -19,9 +19,10 @@ inline constexpr float kE4m3Max = 448.0f;
 // The nearest f32 to 1/448 and to 1/(448 * 6): ABI.md multiplies by these.
 inline constexpr float kInvE4m3Max = 1.0f / kE4m3Max;
 inline constexpr float kInvE4m3TimesE2m1Max = 1.0f / (kE4m3Max * kE2m1Max);
-// nvfp4_fp8_ds_mla stores each group scale times 2^6 so small scales keep precision.
-inline constexpr float kNvfp4Fp8ScaleBoost = 64.0f;
-inline constexpr float kNvfp4Fp8ScaleUnboost = 1.0f / kNvfp4Fp8ScaleBoost;
+// The 352 record's smallest group scale, 2^-9 (E4M3's smallest subnormal,
+// code 0x01), and its largest scale byte, 0x7E (448).
+inline constexpr float kRoundedUpScaleFloor = 0x1p-9f;
+inline constexpr std::uint8_t kE4m3MaxCode = 0x7E;
 
 // Packs 16 codes, element 2i in the low nibble of byte i.
 // (packed is 8-byte aligned: a group's codes start at 8g of a 16-byte aligned record.)
@@ -61,12 +62,25 @@ MLAKV_HD std::uint8_t encode_nvfp4_group_two_level(const float* x, float st, std
   return sbyte;
 }
 
-/// Upstream nvfp4_fp8_ds_mla recipe: the scale byte holds 64x the scale, and
-/// codes are x times the f32 reciprocal of the dequant scale.
-MLAKV_HD std::uint8_t encode_nvfp4_group_boosted(const float* x, std::uint8_t* packed) {
-  const std::uint8_t sbyte = encode_e4m3(div_rn(group_amax(x), kE2m1Max) * kNvfp4Fp8ScaleBoost);
-  const float s = decode_e4m3(sbyte) * kNvfp4Fp8ScaleUnboost;
-  const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
+/// The 352 record's (upstream vLLM's) group scale byte from amax / 6:
+/// sf = max(amax / 6, 2^-9), E4M3(sf) rounded to nearest, then bumped to the
+/// next code where that decodes below sf, so that no |x| <= amax passes
+/// 6 * scale (rounding to nearest can land a third low near the 2^-9 floor);
+/// 0x7E (448) is never bumped. Positive E4M3 codes rise with their values, so
+/// the next code is the next value. Never 0: the floor is code 0x01.
+MLAKV_HD std::uint8_t rounded_up_scale_byte(float amax_over_6) {
+  const float sf = max_ignoring_nan(amax_over_6, kRoundedUpScaleFloor);
+  std::uint8_t sbyte = encode_e4m3(sf);
+  if (decode_e4m3(sbyte) < sf && sbyte < kE4m3MaxCode) ++sbyte;
+  return sbyte;
+}
+
+/// The 352 record's group, literally: codes are E2M1 of x times RN(1 / s), a
+/// product with the correctly rounded reciprocal (upstream's recipe), not a
+/// division. s >= 2^-9, so the reciprocal is finite.
+MLAKV_HD std::uint8_t encode_nvfp4_group_rounded_up(const float* x, std::uint8_t* packed) {
+  const std::uint8_t sbyte = rounded_up_scale_byte(div_rn(group_amax(x), kE2m1Max));
+  const float inv_s = reciprocal_of(decode_e4m3(sbyte));
   pack_e2m1_group(
       x, [inv_s](float v) { return encode_e2m1(v * inv_s); }, packed);
   return sbyte;
@@ -149,28 +163,28 @@ MLAKV_HD void encode_latent_group_static(int g, const std::uint16_t* bits, std::
 #endif
 }
 
-/// Group g of the nvfp4_fp8_ds_mla latent (64x-boosted scale bytes): on the
-/// GPU, groups without NaN count decision points against their scale byte's
-/// row of a table built at compile time (E2m1Thresholds::for_boosted_scale_byte,
-/// proven equal exhaustively); the CPU, and groups holding a NaN, follow
-/// ABI.md literally.
+/// Group g of the 352 record's latent, its scale byte stored at `scale`
+/// (the record permutes them): on the GPU, groups without NaN count decision
+/// points against their scale byte's row of a table built at compile time
+/// (E2m1Thresholds::for_reciprocal_scale_byte, proven equal exhaustively);
+/// the CPU, and groups holding a NaN, follow ABI.md literally.
 template <InputDtype kDtype>
-MLAKV_HD void encode_latent_group_boosted(int g, const std::uint16_t* bits, std::uint8_t* record) {
-  std::uint8_t* scale = record + Nvfp4Latent::kGroupScales.offset + g;
+MLAKV_HD void encode_latent_group_rounded_up(int g, const std::uint16_t* bits, std::uint8_t* scale,
+                                             std::uint8_t* record) {
 #if defined(__CUDA_ARCH__)
   bool nan_free = true;
   const float amax = pair_amax_or_nan<kDtype, kNvfp4GroupSize>(bits, &nan_free);  // the amax where nan_free
   if (nan_free) {
-    const std::uint8_t sbyte = encode_e4m3(divide_amax_by_e2m1_max(amax) * kNvfp4Fp8ScaleBoost);
+    const std::uint8_t sbyte = rounded_up_scale_byte(divide_amax_by_e2m1_max(amax));
     *scale = sbyte;
-    encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_boosted_scale_byte(sbyte),
+    encode_e2m1_group_nan_free<kDtype>(bits, E2m1Thresholds<kDtype>::for_reciprocal_scale_byte(sbyte),
                                        group_codes(record, g));
     return;
   }
 #endif
   float x[kNvfp4GroupSize];
   load_inputs<kDtype, kNvfp4GroupSize>(bits, x);
-  *scale = encode_nvfp4_group_boosted(x, group_codes(record, g));
+  *scale = encode_nvfp4_group_rounded_up(x, group_codes(record, g));
 }
 
 /// The pts record's scale byte of a group: E4M3(RN(RN(amax / st) / 6)). On
@@ -213,11 +227,15 @@ MLAKV_HD void encode_latent_group_two_level(int g, const std::uint16_t* bits, co
   *scale = encode_nvfp4_group_two_level(x, divide.token_scale(), group_codes(record, g));
 }
 
-/// Decodes group g; scale bytes hold the dequant scale divided by `unboost`,
-/// and values are finally multiplied by `outer_scale`.
-MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, float unboost, float outer_scale, float* out) {
-  const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
-  decode_nvfp4_group(group_codes(record, g), s, outer_scale, out);
+/// The scale byte of group g in the records that keep them in group order (432, 368, 368-pts).
+MLAKV_HD std::uint8_t in_order_scale_byte(const std::uint8_t* record, int g) {
+  return record[Nvfp4Latent::kGroupScales.offset + g];
+}
+
+/// Decodes group g with scale byte `sbyte`; values are finally multiplied by `outer_scale`.
+MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, std::uint8_t sbyte, float outer_scale,
+                                  float* out) {
+  decode_nvfp4_group(group_codes(record, g), decode_e4m3(sbyte), outer_scale, out);
 }
 
 /// The scaled E4M3 RoPE of the 368-byte records: rs = amax * (1/448).
@@ -243,15 +261,15 @@ MLAKV_HD void encode_rope_scaled_e4m3(const std::uint16_t* bits, float rs, std::
 namespace mlakv::codec {
 
 /// The 16 values of group g as bf16 bits: encode_bf16((decode_E2M1(code) * s)
-/// * outer_scale) with s = decode_E4M3(sbyte) * unboost, exactly as the CPU
+/// * outer_scale) with s = decode_E4M3(sbyte), exactly as the CPU
 /// computes it. On the GPU the E2M1 values come from a byte-permute table; with
 /// no outer scale the products (at most 5 significant bits) are exact in bf16
 /// and computed as bf16x2, otherwise in f32 as on the CPU (rounded to bf16 in
 /// pairs when the outer scale is finite). A GPU test checks every (code, scale
 /// byte) pair with finite, infinite and NaN outer scales.
-MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, float unboost, float outer_scale,
+MLAKV_HD void decode_latent_group_bf16(int g, const std::uint8_t* record, std::uint8_t sbyte, float outer_scale,
                                        std::uint16_t* out) {
-  const float s = decode_e4m3(record[Nvfp4Latent::kGroupScales.offset + g]) * unboost;
+  const float s = decode_e4m3(sbyte);
 #if defined(__CUDA_ARCH__)
   std::uint32_t words[2];
   load_aligned<8>(reinterpret_cast<std::uint8_t*>(words), group_codes(record, g));

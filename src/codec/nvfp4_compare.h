@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // NVFP4 E2M1 codes without a division per value, for the GPU: the static
-// recipe below, and per-group thresholds for the boosted (352) and two-level
+// recipe below, and per-group thresholds for the reciprocal (352) and two-level
 // (pts) recipes (E2m1Thresholds).
 //
 // For a 16-bit input x and a scale s > 0 that is an E4M3 value, fl(x / s)
@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "codec/boosted_threshold_table.h"
 #include "codec/pairs.h"
+#include "codec/reciprocal_threshold_table.h"
 
 namespace mlakv::codec {
 
@@ -69,21 +69,21 @@ struct E2m1Thresholds {
     for (int k = 0; k < 7; ++k) t[k] = PairOps<kDtype>::splat(s * e2m1_decision_point(k));  // exact products
   }
 
-  /// The boosted recipe E2M1(RN(x * inv_s)), inv_s = RN(1 / s) (0 for s ==
-  /// 0), s = E4M3(sbyte) / 64: its scale byte's row of the table built at
-  /// compile time (codec/boosted_threshold_table.h), one 16-byte load.
-  MLAKV_HD static E2m1Thresholds for_boosted_scale_byte(std::uint8_t sbyte) {
+  /// The 352 record's recipe E2M1(RN(x * inv_s)), inv_s = RN(1 / s),
+  /// s = E4M3(sbyte), sbyte in [0x01, 0x7E]: its scale byte's row of the table
+  /// built at compile time (codec/reciprocal_threshold_table.h), one 16-byte load.
+  MLAKV_HD static E2m1Thresholds for_reciprocal_scale_byte(std::uint8_t sbyte) {
     std::uint32_t words[4];
 #if defined(__CUDA_ARCH__)
     const ThresholdTable& table =
-        kDtype == InputDtype::kBf16 ? kBoostedThresholdsBf16Device : kBoostedThresholdsFp16Device;
+        kDtype == InputDtype::kBf16 ? kReciprocalThresholdsBf16Device : kReciprocalThresholdsFp16Device;
     const uint4 row = __ldg(reinterpret_cast<const uint4*>(&table[sbyte]));
     words[0] = row.x;
     words[1] = row.y;
     words[2] = row.z;
     words[3] = row.w;
 #else
-    memcpy(words, kBoostedThresholds<kDtype>[sbyte].t, sizeof(words));
+    memcpy(words, kReciprocalThresholds<kDtype>[sbyte].t, sizeof(words));
 #endif
     E2m1Thresholds thr;
     MLAKV_UNROLL

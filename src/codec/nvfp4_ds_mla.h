@@ -41,7 +41,7 @@ struct CodecNvfp4DsMla {
   /// encode_bf16 of decode_lane's values.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, 1.0f, 1.0f, kv_c);
+    decode_latent_group_bf16(lane, record, in_order_scale_byte(record, lane), 1.0f, kv_c);
     float rope[kRopePerLane];
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
@@ -54,7 +54,7 @@ struct CodecNvfp4DsMla {
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
-    decode_latent_group(lane, record, 1.0f, 1.0f, kv_c);
+    decode_latent_group(lane, record, in_order_scale_byte(record, lane), 1.0f, kv_c);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
       k_pe[i] = load_input<InputDtype::kBf16>(load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i)));

@@ -35,7 +35,7 @@ struct CodecNvfp4DsMlaFp8Rope {
   /// encode_bf16 of decode_lane's values.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, 1.0f, 1.0f, kv_c);
+    decode_latent_group_bf16(lane, record, in_order_scale_byte(record, lane), 1.0f, kv_c);
     float rope[kRopePerLane];
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane,
                                    load_f32(record + Spec::kRopeScale.offset), rope);
@@ -46,7 +46,7 @@ struct CodecNvfp4DsMlaFp8Rope {
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
-    decode_latent_group(lane, record, 1.0f, 1.0f, kv_c);
+    decode_latent_group(lane, record, in_order_scale_byte(record, lane), 1.0f, kv_c);
     const float rs = load_f32(record + Spec::kRopeScale.offset);
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
   }

@@ -42,7 +42,8 @@ struct CodecNvfp4DsMlaFp8RopePts {
   /// encode_bf16 of decode_lane's values.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&, std::uint16_t* kv_c,
                                         std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, 1.0f, load_f32(record + Spec::kTokenScale.offset), kv_c);
+    decode_latent_group_bf16(lane, record, in_order_scale_byte(record, lane),
+                             load_f32(record + Spec::kTokenScale.offset), kv_c);
     float rope[kRopePerLane];
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane,
                                    load_f32(record + Spec::kRopeScale.offset), rope);
@@ -52,7 +53,8 @@ struct CodecNvfp4DsMlaFp8RopePts {
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
-    decode_latent_group(lane, record, 1.0f, load_f32(record + Spec::kTokenScale.offset), kv_c);
+    decode_latent_group(lane, record, in_order_scale_byte(record, lane), load_f32(record + Spec::kTokenScale.offset),
+                        kv_c);
     const float rs = load_f32(record + Spec::kRopeScale.offset);
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Codec of the "nvfp4_fp8_ds_mla" record (352 B, upstream vLLM / FlashMLA):
-// NVFP4 latent with 64x-boosted scale bytes, then 64 clamped E4M3 RoPE values.
+// Codec of the "nvfp4_fp8_ds_mla" record (352 B, upstream vLLM's nvfp4_ds_mla):
+// NVFP4 latent with rounded-up group scales stored permuted after 64 unscaled
+// E4M3 RoPE values.
 #pragma once
 
 #include "codec/nvfp4.h"
@@ -12,9 +13,6 @@ struct CodecNvfp4Fp8DsMla {
   static constexpr int kLatentAmaxLanes = 1;
   static constexpr bool kRopeAmax = false;
 
-  // fmaxf before fminf: a NaN RoPE value becomes -448 (ABI.md).
-  MLAKV_HD static float clamp_rope(float r) { return min_ignoring_nan(max_ignoring_nan(r, -kE4m3Max), kE4m3Max); }
-
   template <InputDtype kDtype>
   MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {
     return {};
@@ -23,10 +21,10 @@ struct CodecNvfp4Fp8DsMla {
   template <InputDtype kDtype>
   MLAKV_HD static void encode_lane(int lane, LaneAmax, const LaneInputs& in, const EncodeParams&,
                                    std::uint8_t* record) {
-    encode_latent_group_boosted<kDtype>(lane, in.kv_c, record);
+    encode_latent_group_rounded_up<kDtype>(lane, in.kv_c, record + Spec::group_scale_offset(lane), record);
+    // Unscaled: E4M3 saturates to +-448 and keeps NaN (0x7F) on its own.
     static_assert(kRopePerLane == 2, "a lane's two RoPE codes are one 2-byte store");
-    const std::uint16_t two =
-        encode_e4m3x2(clamp_rope(load_input<kDtype>(in.k_pe[0])), clamp_rope(load_input<kDtype>(in.k_pe[1])));
+    const std::uint16_t two = encode_e4m3x2(load_input<kDtype>(in.k_pe[0]), load_input<kDtype>(in.k_pe[1]));
     store_u16(record + Spec::kRope.offset + lane * kRopePerLane, two);
   }
 
@@ -34,7 +32,7 @@ struct CodecNvfp4Fp8DsMla {
   /// encode_bf16 of decode_lane's values.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, kNvfp4Fp8ScaleUnboost, 1.0f, kv_c);
+    decode_latent_group_bf16(lane, record, record[Spec::group_scale_offset(lane)], 1.0f, kv_c);
     float rope[kRopePerLane];
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, rope);
     MLAKV_UNROLL
@@ -44,7 +42,7 @@ struct CodecNvfp4Fp8DsMla {
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
-    decode_latent_group(lane, record, kNvfp4Fp8ScaleUnboost, 1.0f, kv_c);
+    decode_latent_group(lane, record, record[Spec::group_scale_offset(lane)], 1.0f, kv_c);
     decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, k_pe);
   }
 };

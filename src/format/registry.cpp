@@ -55,9 +55,9 @@ constexpr FieldInfo kNvfp4DsMlaFp8RopePtsFields[] = {
     field("rope", FormatNvfp4DsMlaFp8RopePts::kRope, "64 x E4M3(k_pe / rs)"),
 };
 constexpr FieldInfo kNvfp4Fp8DsMlaFields[] = {
-    field("latent_codes", FormatNvfp4Fp8DsMla::kCodes, "packed E2M1, 32 groups of 16"),
-    field("group_scales", FormatNvfp4Fp8DsMla::kGroupScales, "32 x E4M3(64 * amax / 6)"),
-    field("rope", FormatNvfp4Fp8DsMla::kRope, "64 x E4M3(clamp(k_pe, +-448))"),
+    field("latent_codes", FormatNvfp4Fp8DsMla::kCodes, "packed E2M1 of x * RN(1/s), 32 groups of 16"),
+    field("rope", FormatNvfp4Fp8DsMla::kRope, "64 x E4M3(k_pe), unscaled"),
+    field("group_scales", FormatNvfp4Fp8DsMla::kGroupScales, "32 x E4M3 max(amax/6, 2^-9) rounded up, permuted"),
 };
 
 const std::array<FormatInfo, 8> kFormats = {{
@@ -78,7 +78,7 @@ const std::array<FormatInfo, 8> kFormats = {{
      kCacheAlignment, "NVFP4 kv_c (per-token scale) | f32 rope scale | f32 token scale | pad | E4M3 k_pe",
      "b12x per-token-scale variant", kNvfp4DsMlaFp8RopePtsFields},
     {Format::kNvfp4Fp8DsMla, "nvfp4_fp8_ds_mla", FormatNvfp4Fp8DsMla::kRecordBytes, kCacheAlignment,
-     "NVFP4 kv_c (64x scale bytes) | E4M3 k_pe", "upstream vLLM / FlashMLA nvfp4_fp8_ds_mla", kNvfp4Fp8DsMlaFields},
+     "NVFP4 kv_c | E4M3 k_pe | permuted group scales", "upstream vLLM nvfp4_ds_mla (352 B)", kNvfp4Fp8DsMlaFields},
 }};
 
 }  // namespace

@@ -36,7 +36,8 @@ constexpr bool tiles_record(const Field (&fields)[kN]) {
   return next == kRecordBytes;
 }
 
-// The NVFP4 latent shared by the 432, 368 and 368-pts records.
+// The NVFP4 latent shared by the 432, 368 and 368-pts records (the 352 record
+// shares only its codes).
 struct Nvfp4Latent {
   static constexpr Field kCodes{0, kLatentDim / 2};                 // packed E2M1, low nibble first
   static constexpr Field kGroupScales{kCodes.end(), kNvfp4Groups};  // one E4M3 byte per group
@@ -95,13 +96,31 @@ struct FormatNvfp4DsMlaFp8RopePts {
   static constexpr Field kFields[] = {kCodes, kGroupScales, kRopeScale, kTokenScale, kPad, kRope};
 };
 
+// Upstream vLLM's record (--kv-cache-dtype nvfp4_ds_mla): the RoPE sits
+// right after the codes and the group scales come last, permuted as a 4 x 8
+// transpose so that reader thread q finds the scales of groups {4c + q} on
+// the contiguous bytes 8q + c.
 struct FormatNvfp4Fp8DsMla {
   static constexpr int kRecordBytes = 352;
   static constexpr Field kCodes = Nvfp4Latent::kCodes;
-  static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;  // E4M3 of 64x the scale
-  static constexpr Field kRope{kGroupScales.end(), kRopeDim};       // E4M3, clamped
-  static constexpr Field kFields[] = {kCodes, kGroupScales, kRope};
+  static constexpr Field kRope{kCodes.end(), kRopeDim};            // E4M3, unscaled
+  static constexpr Field kGroupScales{kRope.end(), kNvfp4Groups};  // E4M3, permuted
+  static constexpr Field kFields[] = {kCodes, kRope, kGroupScales};
+  /// The byte holding the scale of group g (latent [16g, 16g + 16)).
+  static constexpr int group_scale_offset(int g) { return kGroupScales.offset + 8 * (g & 3) + (g >> 2); }
 };
+
+// Every group's scale byte is its own byte of the scale field: a permutation.
+constexpr bool permutes_group_scales() {
+  bool seen[kNvfp4Groups] = {};
+  for (int g = 0; g < kNvfp4Groups; ++g) {
+    const int byte = FormatNvfp4Fp8DsMla::group_scale_offset(g) - FormatNvfp4Fp8DsMla::kGroupScales.offset;
+    if (byte < 0 || byte >= kNvfp4Groups || seen[byte]) return false;
+    seen[byte] = true;
+  }
+  return true;
+}
+static_assert(permutes_group_scales());
 
 static_assert(tiles_record<FormatBf16::kRecordBytes>(FormatBf16::kFields));
 static_assert(tiles_record<FormatFp8E4m3::kRecordBytes>(FormatFp8E4m3::kFields));

@@ -83,38 +83,46 @@ TEST(cuda_e2m1, division_free_codes_equal_the_recipe_for_every_input_and_scale) 
 
 // The fast path for groups without NaN, with the device instructions: four
 // pairs per word, every non-NaN 16-bit input (NaN patterns stand in as a
-// signed zero) and every scale byte of the static recipe E2M1(x / s) (s != 0)
-// and of the boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64,
-// whose thresholds come from the table in device memory.
-template <mlakv::codec::InputDtype kDtype, bool kBoosted>
-__global__ void count_quad_mismatches(unsigned long long* mismatches) {
+// signed zero) and every nonzero scale byte s of the static recipe E2M1(x / s)
+// and of the 352 record's, E2M1(RN(x * RN(1 / s))) (upstream's IEEE 1 / s),
+// whose thresholds come from the table in device memory. The 352 writer's
+// groups holding a NaN multiply by reciprocal_of(s): it must be that same RN(1 / s).
+template <mlakv::codec::InputDtype kDtype, bool kReciprocal>
+__global__ void count_quad_mismatches(unsigned long long* mismatches, unsigned long long* checked) {
   using namespace mlakv::codec;
-  const unsigned scode = kBoosted ? blockIdx.y : blockIdx.y + 1;
-  if (scode >= 0x7F) return;  // 0x7F is NaN, never a scale byte
-  const float s = decode_e4m3(static_cast<std::uint8_t>(scode)) * (kBoosted ? kNvfp4Fp8ScaleUnboost : 1.0f);
-  const float inv_s = s > 0.0f ? div_rn(1.0f, s) : 0.0f;
+  const auto scode = static_cast<std::uint8_t>(blockIdx.y + 1);  // 0x01..0x7E
+  const float s = decode_e4m3(scode);
+  const float inv_s = __fdiv_rn(1.0f, s);
   const E2m1Thresholds<kDtype> thr =
-      kBoosted ? E2m1Thresholds<kDtype>::for_boosted_scale_byte(scode) : E2m1Thresholds<kDtype>(s);
+      kReciprocal ? E2m1Thresholds<kDtype>::for_reciprocal_scale_byte(scode) : E2m1Thresholds<kDtype>(s);
   const std::uint32_t first = 8 * (blockIdx.x * blockDim.x + threadIdx.x);
-  // NaN stands in as a signed zero; s == 0 (an all-zero group) meets only zeros.
-  const auto meets = [s](float v) { return v == v && s != 0.0f; };
-  const auto recipe = [s, inv_s](float x) { return kBoosted ? x * inv_s : div_rn(x, s); };
+  // NaN stands in as a signed zero.
+  const auto meets = [](float v) { return v == v; };
+  const auto recipe = [s, inv_s](float x) { return kReciprocal ? x * inv_s : div_rn(x, s); };
   const mlakv::test::QuadCodes codes = mlakv::test::quad_codes<kDtype>(first, thr, meets, recipe);
   if (codes.got != codes.want) atomicAdd(mismatches, 1ull);
+  if (kReciprocal && first == 0 && __float_as_uint(reciprocal_of(s)) != __float_as_uint(inv_s)) {
+    atomicAdd(mismatches, 1ull);
+  }
+  atomicAdd(checked, 8ull);
 }
 
-TEST(cuda_e2m1, nan_free_quads_equal_the_static_and_boosted_recipes_for_every_input_and_scale) {
+TEST(cuda_e2m1, nan_free_quads_equal_the_static_and_reciprocal_recipes_for_every_input_and_scale) {
   MLAKV_REQUIRE_GPU();
   using mlakv::codec::InputDtype;
-  DeviceBuffer mismatches(sizeof(unsigned long long));
+  DeviceBuffer mismatches(sizeof(unsigned long long)), checked(sizeof(unsigned long long));
   cudaMemset(mismatches.get(), 0, mismatches.bytes());
-  const dim3 grid(8192 / 256, 0x7F);
-  count_quad_mismatches<InputDtype::kBf16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  count_quad_mismatches<InputDtype::kFp16, false><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  count_quad_mismatches<InputDtype::kBf16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
-  count_quad_mismatches<InputDtype::kFp16, true><<<grid, 256>>>(mismatches.get<unsigned long long>());
+  cudaMemset(checked.get(), 0, checked.bytes());
+  const dim3 grid(8192 / 256, 0x7E);
+  auto* m = mismatches.get<unsigned long long>();
+  auto* c = checked.get<unsigned long long>();
+  count_quad_mismatches<InputDtype::kBf16, false><<<grid, 256>>>(m, c);
+  count_quad_mismatches<InputDtype::kFp16, false><<<grid, 256>>>(m, c);
+  count_quad_mismatches<InputDtype::kBf16, true><<<grid, 256>>>(m, c);
+  count_quad_mismatches<InputDtype::kFp16, true><<<grid, 256>>>(m, c);
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+  EXPECT_EQ(checked.download<unsigned long long>()[0], 4ull * 0x7E * 0x10000);  // 4 recipes x 126 scales x 2^16 inputs
 }
 
 // Runs a mismatch-counting kernel(mismatches, example) on `grid` and expects
@@ -201,6 +209,32 @@ __global__ void count_two_level_scale_byte_mismatches(unsigned long long* mismat
     }
   }
   if (bad) atomicAdd(mismatches, bad);
+}
+
+// The 352 record's scale byte on the device (amax / 6 as a reciprocal product
+// with a residual step, then the floor and the bump) against ABI.md's literal
+// recipe with one IEEE division, for every non-negative 16-bit amax, inf included.
+template <mlakv::codec::InputDtype kDtype>
+__global__ void count_rounded_up_scale_byte_mismatches(unsigned long long* mismatches, std::uint32_t* example) {
+  using namespace mlakv::codec;
+  const std::uint32_t bits = blockIdx.x * blockDim.x + threadIdx.x;  // 0..0x7FFF
+  const float amax = load_input<kDtype>(static_cast<std::uint16_t>(bits));
+  if (amax != amax) return;  // an amax is never NaN
+  const float sf = fmaxf(__fdiv_rn(amax, 6.0f), 0x1p-9f);
+  auto want = static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(sf, __NV_SATFINITE, __NV_E4M3));
+  if (decode_e4m3(want) < sf && want < 0x7E) ++want;
+  if (rounded_up_scale_byte(divide_amax_by_e2m1_max(amax)) != want) {
+    atomicAdd(mismatches, 1ull);
+    keep_example(example, 0, bits);
+  }
+}
+
+TEST(cuda_division, rounded_up_scale_bytes_equal_the_352_recipe_for_every_amax) {
+  MLAKV_REQUIRE_GPU();
+  using mlakv::codec::InputDtype;
+  const auto describe = describe_example("unused", "amax");
+  expect_no_mismatches(count_rounded_up_scale_byte_mismatches<InputDtype::kBf16>, dim3(0x8000 / 256), "bf16", describe);
+  expect_no_mismatches(count_rounded_up_scale_byte_mismatches<InputDtype::kFp16>, dim3(0x8000 / 256), "fp16", describe);
 }
 
 TEST(cuda_division, two_level_scale_bytes_equal_the_recipe_for_every_group_and_token_amax) {
@@ -329,21 +363,19 @@ TEST(cuda_division, k_scale_quotients_give_the_codes_of_the_division_for_every_i
 
 // decode_latent_group_bf16 on the GPU (bf16 byte permutes and bf16x2
 // products) equals encode_bf16(decode_E2M1 * scale) for every code and scale
-// byte, with and without the 352 record's 2^-6 unboost and with pts outer scales.
+// byte, without an outer scale (432, 368, 352) and with pts outer scales.
 __global__ void count_bf16_decode_mismatches(unsigned long long* mismatches) {
   using namespace mlakv::codec;
-  alignas(16) std::uint8_t record[368] = {};
+  alignas(16) std::uint8_t record[16] = {};
   const auto sbyte = static_cast<std::uint8_t>(threadIdx.x);
   const auto code = static_cast<std::uint8_t>(blockIdx.x);
-  // y: 0 static, 1 the 352 unboost, 2.. per-token outer scales (pts): tiny to huge, inf, NaN, -0.
-  const float unboost = blockIdx.y == 1 ? kNvfp4Fp8ScaleUnboost : 1.0f;
-  const float outers[] = {1.0f, 1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f, INFINITY, NAN, -0.0f};
+  // y: 0 no outer scale, 1.. per-token outer scales (pts): tiny to huge, inf, NaN, -0.
+  const float outers[] = {1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f, INFINITY, NAN, -0.0f};
   const float outer = outers[blockIdx.y];
   for (int i = 0; i < 8; ++i) record[i] = static_cast<std::uint8_t>(code | (((code + i) & 0xF) << 4));
-  record[256] = sbyte;
   std::uint16_t got[16];
-  decode_latent_group_bf16(0, record, unboost, outer, got);
-  const float s = decode_e4m3(sbyte) * unboost;
+  decode_latent_group_bf16(0, record, sbyte, outer, got);
+  const float s = decode_e4m3(sbyte);
   for (int j = 0; j < 16; ++j) {
     const std::uint8_t c = j % 2 == 0 ? code : static_cast<std::uint8_t>((code + j / 2) & 0xF);
     if (got[j] != encode_bf16(decode_e2m1(c) * s * outer)) atomicAdd(mismatches, 1ull);
@@ -354,7 +386,7 @@ TEST(cuda_e2m1, bf16_decode_equals_the_f32_path_for_every_code_and_scale) {
   MLAKV_REQUIRE_GPU();
   DeviceBuffer mismatches(sizeof(unsigned long long));
   cudaMemset(mismatches.get(), 0, mismatches.bytes());
-  count_bf16_decode_mismatches<<<dim3(16, 9), 256>>>(mismatches.get<unsigned long long>());
+  count_bf16_decode_mismatches<<<dim3(16, 8), 256>>>(mismatches.get<unsigned long long>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
 }

@@ -157,8 +157,8 @@ TEST(element_conversion, division_free_e2m1_codes_equal_the_recipe_for_every_fp1
 // The GPU's fast path for groups without NaN: four pairs per word, for every
 // non-NaN 16-bit input (NaN patterns stand in as a signed zero) and every
 // scale byte of a recipe: the static one, E2M1(x / s) for s != 0, and the
-// boosted one, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) / 64 (or 0, met
-// only by signed zeros).
+// 352 record's, E2M1(RN(x * RN(1 / s))) with s = E4M3(byte) for the bytes
+// its writer stores, 0x01 (the 2^-9 floor) to 0x7E.
 // quad_codes over every 16-bit pattern, eight at a time; reports up to five
 // mismatches and returns how many there were.
 template <InputDtype kDtype, class Meets, class Recipe>
@@ -175,26 +175,27 @@ int quad_mismatches(const mlakv::codec::E2m1Thresholds<kDtype>& thr, Meets meets
   return bad;
 }
 
-enum class Recipe { kStatic, kBoosted };
+enum class Recipe { kStatic, kReciprocal };
 
 template <InputDtype kDtype, Recipe kRecipe>
 void expect_nan_free_quads_equal_the_recipe() {
   using mlakv::codec::E2m1Thresholds;
   int bad = 0;
-  for (unsigned scode = kRecipe == Recipe::kStatic ? 1 : 0; scode < 0x7F; ++scode) {
-    float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
-    if (kRecipe == Recipe::kBoosted) s *= mlakv::codec::kNvfp4Fp8ScaleUnboost;
-    const float inv_s = s > 0.0f ? 1.0f / s : 0.0f;
+  int rows = 0;
+  for (unsigned scode = 1; scode < 0x7F; ++scode, ++rows) {
+    const float s = mlakv::codec::decode_e4m3(static_cast<std::uint8_t>(scode));
+    const float inv_s = 1.0f / s;
     const E2m1Thresholds<kDtype> thr =
-        kRecipe == Recipe::kStatic ? E2m1Thresholds<kDtype>(s)
-                                   : E2m1Thresholds<kDtype>::for_boosted_scale_byte(static_cast<std::uint8_t>(scode));
-    // s == 0 comes from an all-zero group: only signed zeros meet it.
-    const auto meets = [s](float v) { return v == v && s != 0.0f; };
+        kRecipe == Recipe::kStatic
+            ? E2m1Thresholds<kDtype>(s)
+            : E2m1Thresholds<kDtype>::for_reciprocal_scale_byte(static_cast<std::uint8_t>(scode));
+    const auto meets = [](float v) { return v == v; };
     const auto recipe = [s, inv_s](float x) {
       return kRecipe == Recipe::kStatic ? mlakv::codec::div_rn(x, s) : x * inv_s;
     };
     bad += quad_mismatches<kDtype>(thr, meets, recipe, "s = " + std::to_string(s));
   }
+  EXPECT_EQ(rows, 0x7E);
   EXPECT_EQ(bad, 0);
 }
 
@@ -206,12 +207,12 @@ TEST(element_conversion, nan_free_e2m1_quads_equal_the_static_recipe_for_every_f
   expect_nan_free_quads_equal_the_recipe<InputDtype::kFp16, Recipe::kStatic>();
 }
 
-TEST(element_conversion, nan_free_e2m1_quads_equal_the_boosted_recipe_for_every_bf16_input_and_scale) {
-  expect_nan_free_quads_equal_the_recipe<InputDtype::kBf16, Recipe::kBoosted>();
+TEST(element_conversion, nan_free_e2m1_quads_equal_the_reciprocal_recipe_for_every_bf16_input_and_scale) {
+  expect_nan_free_quads_equal_the_recipe<InputDtype::kBf16, Recipe::kReciprocal>();
 }
 
-TEST(element_conversion, nan_free_e2m1_quads_equal_the_boosted_recipe_for_every_fp16_input_and_scale) {
-  expect_nan_free_quads_equal_the_recipe<InputDtype::kFp16, Recipe::kBoosted>();
+TEST(element_conversion, nan_free_e2m1_quads_equal_the_reciprocal_recipe_for_every_fp16_input_and_scale) {
+  expect_nan_free_quads_equal_the_recipe<InputDtype::kFp16, Recipe::kReciprocal>();
 }
 
 // The pts record's two-level recipe E2M1(RN(RN(x / st) / s)) by thresholds,

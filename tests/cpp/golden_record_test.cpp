@@ -6,6 +6,8 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "test_support.h"
@@ -203,21 +205,183 @@ TEST(golden_record, nvfp4_ds_mla_fp8_rope_pts_all_zero_token_is_all_zero) {
   expect_golden(Format::kNvfp4DsMlaFp8RopePts, DType::kBFloat16, t, std::vector<std::uint8_t>(368, 0));
 }
 
-int boosted_exponent(int g) { return g % 12 - 9; }
+// --- nvfp4_fp8_ds_mla (352 B, upstream vLLM's nvfp4_ds_mla), from ABI.md ---
 
-TEST(golden_record, nvfp4_fp8_ds_mla_boosts_scale_bytes_and_clamps_rope) {
-  Token t = nvfp4_token(boosted_exponent);
-  for (int i = 0; i < 64; ++i) t.k_pe[i] = static_cast<float>(e4m3_value(rope_code(i)));
-  t.k_pe[10] = 480.0f;   // clamped to 448
-  t.k_pe[11] = -480.0f;  // clamped to -448
-  std::vector<std::uint8_t> want(352);
-  // No s == 0 guard here: the all -0 group encodes E2M1(-0 * 0) = -0, code 0x8.
-  put_nvfp4_latent(
-      want, [](int g) { return e4m3_code_of(std::ldexp(1.0, boosted_exponent(g) + 6)); }, 0x8);
-  for (int i = 0; i < 64; ++i) want[288 + i] = rope_code(i);
-  want[288 + 10] = 0x7E;
-  want[288 + 11] = 0xFE;
+// Where ABI.md puts the scale byte of group g: a 4 x 8 transpose of [320, 352).
+int scale_byte_of_group(int g) { return 320 + 8 * (g & 3) + (g >> 2); }
+
+// Group g < 24 holds grid values times 2^e, e = g % 18 - 9: its amax is 6 * 2^e,
+// so sf = 2^e is an E4M3 value (no bump), RN(1 / sf) is exact and each
+// value's code is its grid code. Groups 24..31 test one rule each.
+int reciprocal_exponent(int g) { return g % 18 - 9; }
+
+struct Expected352 {
+  Token token;
+  std::vector<std::uint8_t> record = std::vector<std::uint8_t>(352, 0);
+};
+
+void put_group(Expected352& e, int g, const std::vector<double>& values, const std::vector<std::uint8_t>& codes,
+               std::uint8_t scale_byte) {
+  for (int j = 0; j < 16; ++j) e.token.kv_c[16 * g + j] = static_cast<float>(values[j]);
+  for (int i = 0; i < 8; ++i) e.record[8 * g + i] = static_cast<std::uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
+  e.record[scale_byte_of_group(g)] = scale_byte;
+}
+
+Expected352 nvfp4_fp8_ds_mla_token() {
+  Expected352 e;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int g = 0; g < 24; ++g) {
+    std::vector<double> values(16);
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      values[j] = std::ldexp(grid_value(g, j), reciprocal_exponent(g));
+      codes[j] = e2m1_code_of(grid_value(g, j));
+    }
+    put_group(e, g, values, codes, e4m3_code_of(std::ldexp(1.0, reciprocal_exponent(g))));
+  }
+  // 24: amax / 6 = 1.25 * 2^-9 rounds to 2^-9 (0x01), below it: bumped to 2^-8 (0x02).
+  // 7.5 * 2^-9 * 2^8 = 3.75 -> 4 (code 6); the others are 2^-8 times grid values.
+  {
+    std::vector<double> values(16);
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      const double v = (j % 2 ? -1.0 : 1.0) * kE2m1Magnitudes[j % 6];
+      values[j] = j == 0 ? 7.5 * 0x1p-9 : std::ldexp(v, -8);
+      codes[j] = j == 0 ? 0x6 : e2m1_code_of(v);
+    }
+    put_group(e, 24, values, codes, 0x02);
+  }
+  // 25: amax / 6 = 2^-10, under the 2^-9 floor (0x01): codes of x * 2^9, half the
+  // grid values, ties to even: 0.25 -> 0, 0.75 -> 1.0.
+  {
+    std::vector<double> values(16);
+    const std::uint8_t magnitude[8] = {0x0, 0x0, 0x1, 0x2, 0x2, 0x3, 0x4, 0x5};
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      values[j] = std::ldexp(grid_value(25, j), -10);
+      codes[j] = static_cast<std::uint8_t>(magnitude[j % 8] | (std::signbit(values[j]) ? 0x8 : 0x0));
+    }
+    put_group(e, 25, values, codes, 0x01);
+  }
+  // 26: amax / 6 = 1.0625, an E4M3 tie that rounds down to 1.0 (0x38): bumped to 1.125 (0x39).
+  // 6.375 / 1.125 = 5.67 -> 6; 1.125 * v * RN(1 / 1.125) rounds back to v.
+  {
+    std::vector<double> values(16);
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      const double v = (j % 3 ? 1.0 : -1.0) * kE2m1Magnitudes[j % 7];  // up to 4
+      values[j] = j == 0 ? 6.375 : 1.125 * v;
+      codes[j] = j == 0 ? 0x7 : e2m1_code_of(v);
+    }
+    put_group(e, 26, values, codes, 0x39);
+  }
+  // 27: ties of x * RN(1 / s) with s = 15 * 2^-9 (0x0F, amax 6 s): 1.25 s and
+  // 5 s would be ties going down as quotients (codes 2 and 6), but RN(1/s) is
+  // above 1/s, and the products land above the ties: codes 3 and 7. 0.75 s
+  // and 3.5 s land above ties that go up anyway.
+  {
+    const double s = 15.0 * 0x1p-9;
+    const double v[16] = {6, 1.25, 5, 0.75, 3.5, -1.25, -5, 0, 1, 2, 3, 4, -0.5, -1.5, -2, -3};
+    const std::uint8_t c[16] = {0x7, 0x3, 0x7, 0x2, 0x6, 0xB, 0xF, 0x0, 0x2, 0x4, 0x5, 0x6, 0x9, 0xB, 0xC, 0xD};
+    std::vector<double> values(16);
+    for (int j = 0; j < 16; ++j) values[j] = v[j] * s;
+    put_group(e, 27, values, std::vector<std::uint8_t>(c, c + 16), 0x0F);
+  }
+  // 28: amax / 6 = 480, above 448: saturates to 0x7E and is not bumped; x / 448
+  // saturates at 6.
+  {
+    const double v[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6, 0};
+    std::vector<double> values(16);
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      values[j] = v[j] * 448.0;
+      codes[j] = e2m1_code_of(v[j]);
+    }
+    values[15] = 2880.0;  // 6 * 480
+    codes[15] = 0x7;
+    put_group(e, 28, values, codes, 0x7E);
+  }
+  // 29: +-inf: amax inf, scale byte 0x7E; +-inf saturate to +-6.
+  {
+    std::vector<double> values(16);
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      values[j] = grid_value(29, j) * 448.0;
+      codes[j] = e2m1_code_of(grid_value(29, j));
+    }
+    values[3] = inf;
+    codes[3] = 0x7;
+    values[4] = -inf;
+    codes[4] = 0xF;
+    put_group(e, 29, values, codes, 0x7E);
+  }
+  // 30: NaN (both signs) never raises the amax (6 * 2^-2, scale byte 2^-2) and encodes 0x7.
+  {
+    std::vector<double> values(16);
+    std::vector<std::uint8_t> codes(16);
+    for (int j = 0; j < 16; ++j) {
+      values[j] = std::ldexp(grid_value(30, j), -2);
+      codes[j] = e2m1_code_of(grid_value(30, j));
+    }
+    values[2] = nan;
+    codes[2] = 0x7;
+    values[9] = -nan;
+    codes[9] = 0x7;
+    put_group(e, 30, values, codes, 0x28);
+  }
+  // 31: all -0: amax 0 takes the floor, 2^-9 (0x01); -0 * 2^9 is -0, code 0x8.
+  put_group(e, 31, std::vector<double>(16, -0.0), std::vector<std::uint8_t>(16, 0x8), 0x01);
+
+  // RoPE: unscaled E4M3, round to nearest even, saturating to +-448, NaN 0x7F.
+  for (int i = 0; i < 64; ++i) {
+    e.token.k_pe[i] = static_cast<float>(e4m3_value(rope_code(i)));
+    e.record[256 + i] = rope_code(i);
+  }
+  const std::pair<double, std::uint8_t> rope_cases[] = {{480.0, 0x7E}, {-480.0, 0xFE}, {inf, 0x7E},   {-inf, 0xFE},
+                                                        {nan, 0x7F},   {1.0625, 0x38}, {1.1875, 0x3A}};
+  for (int k = 0; k < 7; ++k) {
+    e.token.k_pe[40 + k] = static_cast<float>(rope_cases[k].first);
+    e.record[256 + 40 + k] = rope_cases[k].second;
+  }
+  return e;
+}
+
+TEST(golden_record, nvfp4_fp8_ds_mla_is_upstream_vllms_record) {
+  const Expected352 e = nvfp4_fp8_ds_mla_token();
+  expect_golden(Format::kNvfp4Fp8DsMla, DType::kBFloat16, e.token, e.record);
+}
+
+TEST(golden_record, nvfp4_fp8_ds_mla_stores_group_scales_transposed) {
+  // Group g's only nonzero value is 6 * E4M3(0x20 + g): its scale byte is 0x20 + g.
+  Token t;
+  for (int g = 0; g < 32; ++g) t.kv_c[16 * g + (g % 16)] = static_cast<float>(6.0 * e4m3_value(0x20 + g));
+  const auto got = write_tokens(Format::kNvfp4Fp8DsMla, DType::kBFloat16, to_bits(t.kv_c, DType::kBFloat16),
+                                to_bits(t.k_pe, DType::kBFloat16));
+  for (int g = 0; g < 32; ++g) {
+    EXPECT_EQ(got[scale_byte_of_group(g)], 0x20 + g) << "group " << g;
+    EXPECT_EQ(got[8 * g + (g % 16) / 2], (g % 2) ? 0x70 : 0x07) << "group " << g;
+  }
+}
+
+TEST(golden_record, nvfp4_fp8_ds_mla_ones_and_halves_read_back_as_upstream_decodes_them) {
+  // kv_c = 1: sf = 1/6 rounds to 0.171875 (0x23, above sf); 1 * RN(1 / 0.171875) = 5.8 -> 6.
+  Token t;
+  t.kv_c.assign(512, 1.0f);
+  t.k_pe.assign(64, 0.5f);
+  std::vector<std::uint8_t> want(352, 0x77);
+  for (int i = 256; i < 320; ++i) want[i] = 0x30;
+  for (int i = 320; i < 352; ++i) want[i] = 0x23;
   expect_golden(Format::kNvfp4Fp8DsMla, DType::kBFloat16, t, want);
+
+  std::vector<float> kv(512), pe(64);
+  std::vector<std::int64_t> slot = {0};
+  mlakv::gather_records(Format::kNvfp4Fp8DsMla, mlakv::make_view(want.data(), DType::kUInt8, {1, 1, 352}),
+                        mlakv::make_view(slot.data(), DType::kInt64, {1}),
+                        mlakv::make_view(kv.data(), DType::kFloat32, {1, 512}),
+                        mlakv::make_view(pe.data(), DType::kFloat32, {1, 64}));
+  for (float v : kv) EXPECT_EQ(v, 6.0f * 0.171875f);
+  for (float v : pe) EXPECT_EQ(v, 0.5f);
 }
 
 }  // namespace

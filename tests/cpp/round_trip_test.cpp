@@ -66,7 +66,7 @@ double bound(Format f, const std::uint8_t* r, int i, double x, float k_scale, DT
     case Format::kNvfp4DsMlaFp8RopePts:
       return rope ? e4m3_bound(x, read_f32(r + 288)) : e2m1_bound(x, e4m3_value(r[256 + j / 16]) * read_f32(r + 292));
     case Format::kNvfp4Fp8DsMla:
-      return rope ? e4m3_bound(x, 1.0) : e2m1_bound(x, e4m3_value(r[256 + j / 16]) / 64.0);
+      return rope ? e4m3_bound(x, 1.0) : e2m1_bound(x, e4m3_value(r[320 + 8 * ((j / 16) & 3) + (j / 16) / 4]));
   }
   return 0.0;
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The nvfp4_fp8_ds_mla (boosted) recipe's E2M1 thresholds, one row per scale
+// The nvfp4_fp8_ds_mla (352) recipe's E2M1 thresholds, one row per scale
 // byte, built at compile time: the GPU writer looks its group's row up
 // instead of placing seven thresholds per group.
 //
-// The recipe's code is E2M1(RN(x * inv_s)) with s = E4M3(byte) / 64 and
-// inv_s = RN(1 / s) (0 for s == 0), so a row depends on the byte alone.
+// The recipe's code is E2M1(RN(x * inv_s)) with s = E4M3(byte) and
+// inv_s = RN(1 / s), so a row depends on the byte alone.
 // RN(x * inv_s) does not decrease as x grows, so the code is the number of
 // thresholds |x| passes; each lies next to c = s * T (at most 7 significant
 // bits, so a value of the input type), on the side the rounded product
@@ -26,7 +26,9 @@ namespace mlakv::codec {
 struct alignas(16) ThresholdRow {
   std::uint16_t t[8];
 };
-using ThresholdTable = std::array<ThresholdRow, 128>;  // scale bytes 0..127 (0x7F, NaN, is never written)
+// Scale bytes 0..127; the writer looks up only 0x01..0x7E (the 2^-9 floor is
+// 0x01, 448 is 0x7E), so rows 0 and 0x7F (NaN) are placeholders.
+using ThresholdTable = std::array<ThresholdRow, 128>;
 
 namespace table_detail {
 
@@ -59,14 +61,11 @@ constexpr std::uint32_t exact_bits(float v) {
 /// The row of scale byte `code`: the last input whose product stays <= T
 /// (even k) or the first whose product reaches T (odd k).
 template <InputDtype kDtype>
-constexpr ThresholdRow boosted_row(unsigned code) {
+constexpr ThresholdRow reciprocal_row(unsigned code) {
   ThresholdRow row{};
-  if (code == 0) {  // inv_s = 0: no product passes any point
-    for (int k = 0; k < 7; ++k) row.t[k] = kDtype == InputDtype::kBf16 ? 0x7F80u : 0x7C00u;
-    return row;
-  }
-  const float s = e4m3_value(code) / 64.0f;  // exact
-  const float inv_s = 1.0f / s;              // RN, as the writer's div_rn
+  if (code == 0 || code == 0x7F) return row;  // never looked up
+  const float s = e4m3_value(code);           // exact, 2^-9 <= s <= 448
+  const float inv_s = 1.0f / s;               // RN, as the writer's reciprocal_of
   for (int k = 0; k < 7; ++k) {
     const float point = e2m1_decision_point(k);
     const float c = s * point;  // exact
@@ -80,9 +79,9 @@ constexpr ThresholdRow boosted_row(unsigned code) {
 }
 
 template <InputDtype kDtype>
-constexpr ThresholdTable boosted_table() {
+constexpr ThresholdTable reciprocal_table() {
   ThresholdTable table{};
-  for (unsigned code = 0; code < table.size(); ++code) table[code] = boosted_row<kDtype>(code);
+  for (unsigned code = 0; code < table.size(); ++code) table[code] = reciprocal_row<kDtype>(code);
   return table;
 }
 
@@ -90,12 +89,14 @@ constexpr ThresholdTable boosted_table() {
 
 /// The rows as host constants.
 template <InputDtype kDtype>
-inline constexpr ThresholdTable kBoostedThresholds = table_detail::boosted_table<kDtype>();
+inline constexpr ThresholdTable kReciprocalThresholds = table_detail::reciprocal_table<kDtype>();
 
 #if defined(__CUDACC__)
 // The same rows in device memory, one copy per translation unit that uses them.
-static __device__ const ThresholdTable kBoostedThresholdsBf16Device = table_detail::boosted_table<InputDtype::kBf16>();
-static __device__ const ThresholdTable kBoostedThresholdsFp16Device = table_detail::boosted_table<InputDtype::kFp16>();
+static __device__ const ThresholdTable kReciprocalThresholdsBf16Device =
+    table_detail::reciprocal_table<InputDtype::kBf16>();
+static __device__ const ThresholdTable kReciprocalThresholdsFp16Device =
+    table_detail::reciprocal_table<InputDtype::kFp16>();
 #endif
 
 }  // namespace mlakv::codec
