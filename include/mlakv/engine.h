@@ -54,9 +54,11 @@ class MlaKvCacheWriter {
   [[nodiscard]] bool compact() const noexcept { return compact_ != nullptr; }
 
   /// Writes a step's tokens. An empty cache is a no-op (checked first); in
-  /// compact mode a kv_cache_dtype other than "nvfp4_ds_mla" throws before the
-  /// writer runs; k_pe (T, 1, 64) is squeezed and slot_mapping flattened; the
-  /// writer does every other check.
+  /// compact mode a kv_cache_dtype naming no compact record (anything but
+  /// "nvfp4_ds_mla") throws before the writer runs, and resolve_format picks
+  /// the compact record from the switches; k_pe (T, 1, 64) is squeezed and
+  /// slot_mapping flattened; the writer does every other check. The stock
+  /// writer resolves the engine's kv_cache_dtype with the cache's record width.
   void update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
               const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* k_scale,
               StreamHandle stream = nullptr) const;

@@ -3,10 +3,10 @@
 // of the arrays' device.
 #include "mlakv/kv_cache.h"
 
-#include <array>
 #include <string>
 
 #include "api/dispatch.h"
+#include "api/resolve_format.h"
 #include "api/validate.h"
 #include "cpu/cpu_backend.h"
 #include "mlakv/readers.h"
@@ -16,32 +16,6 @@
 
 namespace mlakv {
 namespace {
-
-struct EngineDtype {
-  std::string_view name;
-  Format format;
-};
-
-// The engine's kv_cache_dtype strings; "auto" is resolved by input dtype.
-constexpr std::array<EngineDtype, 5> kEngineDtypes = {{
-    {"fp8", Format::kFp8E4m3},
-    {"fp8_e4m3", Format::kFp8E4m3},
-    {"fp8_ds_mla", Format::kFp8DsMla},
-    {"nvfp4_ds_mla", Format::kNvfp4DsMla},
-    {"nvfp4_fp8_ds_mla", Format::kNvfp4Fp8DsMla},
-}};
-
-Format resolve_engine_dtype(const api::Check& check, std::string_view kv_cache_dtype, const TensorView& kv_c) {
-  if (kv_cache_dtype == "auto") return kv_c.dtype == DType::kFloat16 ? Format::kFp16 : Format::kBf16;
-  std::string accepted = "auto";
-  for (const EngineDtype& e : kEngineDtypes) {
-    if (e.name == kv_cache_dtype) return e.format;
-    accepted += ", ";
-    accepted += e.name;
-  }
-  check.fail(ErrorCode::kValue, "kv_cache_dtype", "must be one of " + accepted,
-             "'" + std::string(kv_cache_dtype) + "'");
-}
 
 void run_cpu(const kernels::WriteParams& params) { cpu::write_records(params); }
 void run_cpu(const kernels::GatherParams& params) { cpu::gather_records(params); }
@@ -89,7 +63,11 @@ void concat_and_cache_mla(const TensorView& kv_c, const TensorView& k_pe, const 
                           const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* scale,
                           StreamHandle stream) {
   api::Check check("concat_and_cache_mla", kv_cache_dtype);
-  const Format format = resolve_engine_dtype(check, kv_cache_dtype, kv_c);
+  // The record width tells an engine name's records apart (upstream vLLM's
+  // nvfp4_ds_mla is 352 bytes, the B12X backend's 432); "auto" follows kv_c.
+  const std::int64_t record_bytes = kv_cache.ndim == 3 ? kv_cache.shape[2] : 0;
+  const Format format = api::resolve_format(check, "kv_cache", kv_cache_dtype, record_bytes, false, false,
+                                            kv_c.dtype == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16);
   check.set_format(format_info(format).id);
   run_write(check,
             api::validate_write(check, format, kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache,

@@ -3,15 +3,26 @@
 #include <cstdlib>
 #include <string>
 
+#include "api/resolve_format.h"
 #include "api/validate.h"
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
+#include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
 
 namespace mlakv::engine {
 namespace {
 
-constexpr std::string_view kNvfp4CacheDtype = "nvfp4_ds_mla";
+// Whether an engine's kv_cache_dtype names a compact (KV_FP8_ROPE=1) record
+// at all: the registry's engine names say ("nvfp4_ds_mla").
+bool names_compact_record(std::string_view kv_cache_dtype) {
+  for (const FormatInfo& info : formats()) {
+    for (const EngineName& n : info.engine_names) {
+      if (n.fp8_rope && n.kv_cache_dtype == kv_cache_dtype) return true;
+    }
+  }
+  return false;
+}
 
 class BuiltInRegistry final : public WriterRegistry {
  public:
@@ -58,7 +69,7 @@ const WriterRegistry& default_registry() {
 MlaKvCacheWriter::MlaKvCacheWriter(MlaKvCacheWriterConfig config, const WriterRegistry& registry)
     : config_(std::move(config)), stock_(registry.stock_writer()) {
   const bool requested = config_.fp8_rope.value_or(fp8_rope_from_env());
-  if (requested && config_.kv_cache_dtype == kNvfp4CacheDtype) {
+  if (requested && names_compact_record(config_.kv_cache_dtype)) {
     compact_ = registry.compact_writer();  // the only lookup; disabled writers never make it
     if (compact_ == nullptr) throw Error(ErrorCode::kUnsupported, std::string(kCompactUnavailable));
   }
@@ -72,12 +83,17 @@ void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, co
     stock_(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, stream);
     return;
   }
-  if (kv_cache_dtype != kNvfp4CacheDtype) {
+  if (!names_compact_record(kv_cache_dtype)) {
     throw Error(ErrorCode::kValue,
                 "KV_FP8_ROPE writer reached a non-NVFP4 cache: '" + std::string(kv_cache_dtype) + "'");
   }
+  // The same resolver as the stock writer's: the switches pick the compact record.
+  const api::Check check("MlaKvCacheWriter::update", kv_cache_dtype);
+  const Format format =
+      api::resolve_format(check, "kv_cache", kv_cache_dtype, kv_cache.ndim == 3 ? kv_cache.shape[2] : 0, true,
+                          config_.per_token_scale, DType::kOther);
   compact_(kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache, flattened(slot_mapping), k_scale,
-           config_.per_token_scale, stream);
+           format == Format::kNvfp4DsMlaFp8RopePts, stream);
 }
 
 void MlaKvCacheWriter::update_gathered(const TensorView& gathered_cache, const TensorView& kv_c, const TensorView& k_pe,

@@ -60,25 +60,37 @@ constexpr FieldInfo kNvfp4Fp8DsMlaFields[] = {
     field("group_scales", FormatNvfp4Fp8DsMla::kGroupScales, "32 x E4M3 max(amax/6, 2^-9) rounded up, permuted"),
 };
 
+constexpr EngineName kBf16Names[] = {{"auto", "vLLM, bf16 model"}};
+constexpr EngineName kFp16Names[] = {{"auto", "vLLM, fp16 model"}};
+constexpr EngineName kFp8E4m3Names[] = {{"fp8", "vLLM"}, {"fp8_e4m3", "vLLM"}};
+constexpr EngineName kFp8DsMlaNames[] = {{"fp8_ds_mla", "vLLM / FlashMLA"}};
+constexpr EngineName kNvfp4DsMlaNames[] = {{"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=0"}};
+constexpr EngineName kNvfp4DsMlaFp8RopeNames[] = {{"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=1", true}};
+constexpr EngineName kNvfp4DsMlaFp8RopePtsNames[] = {
+    {"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=1, per-token scale", true, true}};
+constexpr EngineName kNvfp4Fp8DsMlaNames[] = {{"nvfp4_ds_mla", "upstream vLLM"}};
+
 const std::array<FormatInfo, 8> kFormats = {{
     {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
-     "vLLM auto cache, bf16 model", kBf16Fields},
+     "vLLM auto cache, bf16 model", kBf16Fields, kBf16Names},
     {Format::kFp16, "fp16", FormatFp16::kRecordBytes, kCacheAlignment, "fp16 kv_c | fp16 k_pe",
-     "vLLM auto cache, fp16 model", kFp16Fields},
+     "vLLM auto cache, fp16 model", kFp16Fields, kFp16Names},
     {Format::kFp8E4m3, "fp8_e4m3", FormatFp8E4m3::kRecordBytes, kCacheAlignment,
-     "E4M3 kv_c | E4M3 k_pe, per-tensor k_scale", "vLLM fp8 / fp8_e4m3", kFp8E4m3Fields},
+     "E4M3 kv_c | E4M3 k_pe, per-tensor k_scale", "vLLM fp8 / fp8_e4m3", kFp8E4m3Fields, kFp8E4m3Names},
     {Format::kFp8DsMla, "fp8_ds_mla", FormatFp8DsMla::kRecordBytes, kCacheAlignment,
-     "E4M3 kv_c in 4 tiles | 4 f32 tile scales | raw 16-bit k_pe", "vLLM / FlashMLA (DeepSeek V3.2)", kFp8DsMlaFields},
+     "E4M3 kv_c in 4 tiles | 4 f32 tile scales | raw 16-bit k_pe", "vLLM / FlashMLA (DeepSeek V3.2)", kFp8DsMlaFields,
+     kFp8DsMlaNames},
     {Format::kNvfp4DsMla, "nvfp4_ds_mla", FormatNvfp4DsMla::kRecordBytes, kCacheAlignment,
-     "NVFP4 kv_c (static) | pad | bf16 k_pe", "b12x stock record (KV_FP8_ROPE=0)", kNvfp4DsMlaFields},
+     "NVFP4 kv_c (static) | pad | bf16 k_pe", "b12x stock record (KV_FP8_ROPE=0)", kNvfp4DsMlaFields, kNvfp4DsMlaNames},
     {Format::kNvfp4DsMlaFp8Rope, "nvfp4_ds_mla_fp8_rope", FormatNvfp4DsMlaFp8Rope::kRecordBytes, kCacheAlignment,
      "NVFP4 kv_c (static) | f32 rope scale | pad | E4M3 k_pe", "b12x compact record (KV_FP8_ROPE=1)",
-     kNvfp4DsMlaFp8RopeFields},
+     kNvfp4DsMlaFp8RopeFields, kNvfp4DsMlaFp8RopeNames},
     {Format::kNvfp4DsMlaFp8RopePts, "nvfp4_ds_mla_fp8_rope_pts", FormatNvfp4DsMlaFp8RopePts::kRecordBytes,
      kCacheAlignment, "NVFP4 kv_c (per-token scale) | f32 rope scale | f32 token scale | pad | E4M3 k_pe",
-     "b12x per-token-scale variant", kNvfp4DsMlaFp8RopePtsFields},
+     "b12x per-token-scale variant", kNvfp4DsMlaFp8RopePtsFields, kNvfp4DsMlaFp8RopePtsNames},
     {Format::kNvfp4Fp8DsMla, "nvfp4_fp8_ds_mla", FormatNvfp4Fp8DsMla::kRecordBytes, kCacheAlignment,
-     "NVFP4 kv_c | E4M3 k_pe | permuted group scales", "upstream vLLM nvfp4_ds_mla (352 B)", kNvfp4Fp8DsMlaFields},
+     "NVFP4 kv_c | E4M3 k_pe | permuted group scales", "upstream vLLM nvfp4_ds_mla (352 B)", kNvfp4Fp8DsMlaFields,
+     kNvfp4Fp8DsMlaNames},
 }};
 
 }  // namespace

@@ -163,7 +163,10 @@ TEST(concat_and_cache_mla, engine_strings_select_their_records) {
                                                   {"fp8_e4m3", Format::kFp8E4m3},
                                                   {"fp8_ds_mla", Format::kFp8DsMla},
                                                   {"nvfp4_ds_mla", Format::kNvfp4DsMla},
-                                                  {"nvfp4_fp8_ds_mla", Format::kNvfp4Fp8DsMla}};
+                                                  {"nvfp4_ds_mla", Format::kNvfp4Fp8DsMla},  // a 352-byte cache
+                                                  {"nvfp4_fp8_ds_mla", Format::kNvfp4Fp8DsMla},
+                                                  {"nvfp4_ds_mla_fp8_rope", Format::kNvfp4DsMlaFp8Rope},
+                                                  {"nvfp4_ds_mla_fp8_rope_pts", Format::kNvfp4DsMlaFp8RopePts}};
   float k_scale = 0.25f;
   const TensorView scale = mlakv::make_view(&k_scale, DType::kFloat32, {1});
   for (const auto& [name, format] : cases) {
@@ -174,6 +177,22 @@ TEST(concat_and_cache_mla, engine_strings_select_their_records) {
     stock_write(in, in.k_pe_view(), mlakv::make_view(slots.data(), DType::kInt64, {3}), cache, name, bytes, &scale);
     EXPECT_EQ(first_difference(cache, write_tokens(format, in.dtype, in.kv_c, in.k_pe, k_scale), bytes), "") << name;
   }
+}
+
+TEST(concat_and_cache_mla, nvfp4_ds_mla_cache_of_neither_width_names_the_records_before_writing) {
+  Inputs in(2, DType::kBFloat16, 5);
+  std::vector<std::uint8_t> cache(2 * 368, 0xAB);
+  std::vector<std::int64_t> slots = {0, 1};
+  try {
+    stock_write(in, in.k_pe_view(), mlakv::make_view(slots.data(), DType::kInt64, {2}), cache, "nvfp4_ds_mla", 368);
+    ADD_FAILURE() << "a 368-byte cache under nvfp4_ds_mla without fp8_rope was written";
+  } catch (const mlakv::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "mlakv::concat_and_cache_mla(nvfp4_ds_mla): kv_cache: record bytes must be those of one of the records "
+              "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
+              "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 368");
+  }
+  EXPECT_EQ(cache, std::vector<std::uint8_t>(2 * 368, 0xAB));
 }
 
 TEST(concat_and_cache_mla, auto_picks_the_record_of_the_input_dtype) {
