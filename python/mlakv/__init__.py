@@ -32,6 +32,7 @@ __all__ = [
     "gather_records",
     "gather_records_paged",
     "merge_attention_states",
+    "resolve_format",
     "sparse_mla_decode",
     "sparse_mla_decode_workspace_size",
     "sparse_mla_workspace",
@@ -42,8 +43,32 @@ _ROPE_DIM = 64
 
 
 def formats() -> list[dict[str, Any]]:
-    """The record formats of ABI.md: id, record_bytes, cache_alignment, layout, source, fields."""
+    """The record formats of ABI.md: id, record_bytes, cache_alignment, layout, source, fields, engine_names."""
     return _mlakv.formats()
+
+
+def resolve_format(
+    kv_cache_dtype: str,
+    record_bytes: int = 0,
+    fp8_rope: bool = False,
+    per_token_scale: bool = False,
+    input_dtype: str | None = None,
+) -> str:
+    """The format id an engine's cache holds, e.g. ``resolve_format("nvfp4_ds_mla", 352) == "nvfp4_fp8_ds_mla"``.
+
+    Args:
+        kv_cache_dtype: an engine's name (``auto``, ``fp8``, ``fp8_e4m3``, ``fp8_ds_mla``, ``nvfp4_ds_mla``)
+            or an mlakv format id, which names its format outright.
+        record_bytes: the cache's last dimension; 0 when not known. Upstream vLLM's ``nvfp4_ds_mla``
+            is the 352-byte record, the B12X backend's the 432-byte one.
+        fp8_rope: the B12X backend's compact record (``KV_FP8_ROPE=1``, 368 bytes).
+        per_token_scale: with ``fp8_rope``, its per-token-scale variant.
+        input_dtype: ``bf16`` or ``fp16``, the model's dtype, which ``auto`` follows.
+
+    Raises:
+        ValueError: naming the candidates when the arguments name no record or several.
+    """
+    return _mlakv.resolve_format(kv_cache_dtype, record_bytes, fp8_rope, per_token_scale, input_dtype)
 
 
 def capabilities() -> list[dict[str, Any]]:
@@ -67,7 +92,9 @@ def concat_and_cache_mla(
         k_pe: ``[>=T, 64]`` or ``[>=T, 1, 64]``, kv_c's dtype.
         kv_cache: ``[num_blocks, block_size, record_bytes]`` uint8, written in place.
         slot_mapping: ``[T]`` or ``[T, 1]`` int64; slots outside ``[0, num_blocks*block_size)`` are skipped.
-        kv_cache_dtype: ``auto``, ``fp8``, ``fp8_e4m3``, ``fp8_ds_mla``, ``nvfp4_ds_mla`` or ``nvfp4_fp8_ds_mla``.
+        kv_cache_dtype: an engine's name or an mlakv format id, resolved with the cache's record width
+            (``resolve_format``): ``nvfp4_ds_mla`` writes upstream vLLM's record into a 352-byte cache
+            and the B12X backend's into a 432-byte one.
         scale: k_scale, a float or 1-element float32 array (CPU or the tensors' device);
             required by ``fp8``/``fp8_e4m3``.
         stream: CUDA stream for CUDA arrays (int, torch or CuPy stream); default: torch's

@@ -160,6 +160,16 @@ nb::list py_formats() {
     entry["layout"] = std::string(info.layout);
     entry["source"] = std::string(info.source);
     entry["fields"] = fields;
+    nb::list names;
+    for (const EngineName& n : info.engine_names) {
+      nb::dict name;
+      name["kv_cache_dtype"] = std::string(n.kv_cache_dtype);
+      name["engine"] = std::string(n.engine);
+      name["fp8_rope"] = n.fp8_rope;
+      name["per_token_scale"] = n.per_token_scale;
+      names.append(name);
+    }
+    entry["engine_names"] = names;
     out.append(entry);
   }
   return out;
@@ -177,6 +187,20 @@ nb::list py_capabilities() {
     out.append(entry);
   }
   return out;
+}
+
+// The format id an engine's cache holds (mlakv::resolve_format); input_dtype "bf16", "fp16" or None.
+std::string py_resolve_format(const std::string& kv_cache_dtype, int record_bytes, bool fp8_rope, bool per_token_scale,
+                              const std::optional<std::string>& input_dtype) {
+  DType dtype = DType::kOther;
+  if (input_dtype) {
+    if (*input_dtype != "bf16" && *input_dtype != "fp16") {
+      throw Error(ErrorCode::kValue, "mlakv::resolve_format(" + kv_cache_dtype +
+                                         "): input_dtype: must be bf16, fp16 or None, got '" + *input_dtype + "'");
+    }
+    dtype = *input_dtype == "bf16" ? DType::kBFloat16 : DType::kFloat16;
+  }
+  return std::string(format_info(resolve_format(kv_cache_dtype, record_bytes, fp8_rope, per_token_scale, dtype)).id);
 }
 
 }  // namespace
@@ -203,5 +227,7 @@ NB_MODULE(_mlakv, m) {
   m.def("sparse_mla_decode_workspace_size", &py_sparse_mla_decode_workspace_size, "rows"_a, "heads"_a, "topk"_a,
         "cuda"_a, "device_index"_a);
   m.def("formats", &py_formats);
+  m.def("resolve_format", &py_resolve_format, "kv_cache_dtype"_a, "record_bytes"_a, "fp8_rope"_a, "per_token_scale"_a,
+        "input_dtype"_a.none());
   m.def("capabilities", &py_capabilities);
 }

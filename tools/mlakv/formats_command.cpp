@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `mlakv formats`: the registry as a table; --fields adds each record's byte map.
+// `mlakv formats`: the registry as a table with each format's engine names;
+// --fields adds each record's byte map.
 #include <fmt/core.h>
 
 #include <memory>
+#include <string>
 
 #include "commands.h"
 #include "mlakv/formats.h"
@@ -10,10 +12,20 @@
 namespace mlakv::tool {
 namespace {
 
+// "nvfp4_ds_mla (B12X backend, KV_FP8_ROPE=1)": the kv_cache_dtype strings engines use for this record.
+std::string engine_names(const FormatInfo& info) {
+  std::string text;
+  for (const EngineName& n : info.engine_names) {
+    text += fmt::format("{}{} ({})", text.empty() ? "" : "; ", n.kv_cache_dtype, n.engine);
+  }
+  return text.empty() ? "-" : text;
+}
+
 void print_formats(bool fields) {
   fmt::print("{:<26} {:>5}  {:<62} {}\n", "format", "bytes", "layout", "source");
   for (const FormatInfo& info : formats()) {
     fmt::print("{:<26} {:>5}  {:<62} {}\n", info.id, info.record_bytes, info.layout, info.source);
+    fmt::print("    engine names: {}\n", engine_names(info));
     if (!fields) continue;
     for (const FieldInfo& f : info.fields) {
       fmt::print("    [{:>4}, {:>4})  {:<14} {}\n", f.offset, f.offset + f.bytes, f.name, f.contents);
@@ -24,7 +36,7 @@ void print_formats(bool fields) {
 }  // namespace
 
 void add_formats_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("formats", "List the record formats: id, bytes, layout, source");
+  auto* cmd = app.add_subcommand("formats", "List the record formats: id, bytes, layout, engine names");
   auto fields = std::make_shared<bool>(false);
   cmd->add_flag("--fields", *fields, "Also print every field's byte range");
   cmd->callback([fields] { print_formats(*fields); });

@@ -22,6 +22,9 @@ namespace {
 
 struct InspectOptions {
   std::string format;
+  int record_bytes = 0;
+  bool fp8_rope = false;
+  bool per_token_scale = false;
   std::string cache;
   std::int64_t block_size = 0;
   std::int64_t slot = 0;
@@ -76,7 +79,7 @@ void run_inspect(const InspectOptions& o) {
   };
   const Format format = [&] {
     try {
-      return parse_format(o.format);
+      return resolve_format(o.format, o.record_bytes, o.fp8_rope, o.per_token_scale);
     } catch (const Error& e) {
       throw Error(ErrorCode::kValue, std::string("--format: ") + e.what());
     }
@@ -142,7 +145,14 @@ void run_inspect(const InspectOptions& o) {
 void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Decode one record of a raw cache dump and print its fields");
   auto o = std::make_shared<InspectOptions>();
-  cmd->add_option("--format", o->format, "Record format id (mlakv formats)")->required();
+  cmd->add_option("--format", o->format, "Record format id, or an engine's kv_cache_dtype (mlakv formats)")->required();
+  cmd->add_option("--record-bytes", o->record_bytes,
+                  "The cache's record width: tells an engine name's records apart (nvfp4_ds_mla: 352 upstream "
+                  "vLLM, 432 B12X)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--fp8-rope", o->fp8_rope, "With an engine name: the B12X compact record (KV_FP8_ROPE=1)");
+  cmd->add_flag("--per-token-scale", o->per_token_scale, "With --fp8-rope: its per-token-scale variant");
   cmd->add_option("--cache", o->cache, "Raw dump of a dense [num_blocks, block_size, record_bytes] cache")->required();
   cmd->add_option("--block-size", o->block_size, "Slots per block")->required();
   cmd->add_option("--slot", o->slot, "Flat slot to decode")->required();

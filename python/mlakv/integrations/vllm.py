@@ -24,7 +24,6 @@ __all__ = ["COMPACT_UNAVAILABLE", "MlaKvCacheWriter"]
 
 COMPACT_MODULE = "mlakv.kv_cache"
 COMPACT_ATTRIBUTE = "concat_and_cache_nvfp4_mla_fp8_rope"
-NVFP4_CACHE_DTYPE = "nvfp4_ds_mla"
 COMPACT_UNAVAILABLE = (
     "KV_FP8_ROPE=1 requires an mlakv build with concat_and_cache_nvfp4_mla_fp8_rope package API support"
 )
@@ -53,6 +52,14 @@ def _bind_compact_writer() -> Callable[..., None]:
     return writer
 
 
+def _names_compact_record(kv_cache_dtype: str) -> bool:
+    """Whether the engine name has a compact (``KV_FP8_ROPE=1``) record at all: the registry says (``nvfp4_ds_mla``)."""
+    import mlakv
+
+    names = (n for f in mlakv.formats() for n in f["engine_names"])
+    return any(n["fp8_rope"] and n["kv_cache_dtype"] == kv_cache_dtype for n in names)
+
+
 def _numel(x: Any) -> int:
     numel = getattr(x, "numel", None)
     if callable(numel):
@@ -73,7 +80,7 @@ class MlaKvCacheWriter:
         requested = _fp8_rope_from_env() if fp8_rope is None else bool(fp8_rope)
         self.kv_cache_dtype = kv_cache_dtype
         self.per_token_scale = bool(per_token_scale)
-        self.compact = requested and kv_cache_dtype == NVFP4_CACHE_DTYPE
+        self.compact = requested and _names_compact_record(kv_cache_dtype)
         self._writer = _bind_compact_writer() if self.compact else None
 
     def update(self, kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, kv_cache_dtype: str, k_scale: Any) -> None:
@@ -85,12 +92,17 @@ class MlaKvCacheWriter:
 
             mlakv.concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype=kv_cache_dtype, scale=k_scale)
             return
-        if kv_cache_dtype != NVFP4_CACHE_DTYPE:
+        if not _names_compact_record(kv_cache_dtype):
             raise RuntimeError(f"KV_FP8_ROPE writer reached a non-NVFP4 cache: {kv_cache_dtype!r}")
+        import mlakv
+
+        # The stock op's resolver: the switches pick the compact record, the cache must be as wide.
+        record_bytes = int(kv_cache.shape[-1]) if len(kv_cache.shape) == 3 else 0
+        fmt = mlakv.resolve_format(kv_cache_dtype, record_bytes, True, self.per_token_scale)
         if len(k_pe.shape) == 3 and k_pe.shape[1] == 1:
             k_pe = k_pe[:, 0, :]
         slot_mapping = slot_mapping.reshape(-1)
-        if self.per_token_scale:
+        if fmt == "nvfp4_ds_mla_fp8_rope_pts":
             self._writer(kv_c, k_pe, kv_cache, slot_mapping, k_scale, per_token_scale=True)
         else:
             self._writer(kv_c, k_pe, kv_cache, slot_mapping, k_scale)
