@@ -41,6 +41,14 @@ std::string engine_names() {
   return text;
 }
 
+// 'name' (appended piecewise: GCC 12 warns, wrongly, of overlap for "'" + std::string).
+std::string quoted(std::string_view name) {
+  std::string text = "'";
+  text += name;
+  text += "'";
+  return text;
+}
+
 template <class Keep>
 std::vector<Candidate> filtered(const std::vector<Candidate>& candidates, Keep keep) {
   std::vector<Candidate> kept;
@@ -69,7 +77,7 @@ Format resolve_format(const Check& check, std::string_view width_arg, std::strin
     }
     check.fail(ErrorCode::kValue, "kv_cache_dtype",
                "must be an engine name (" + engine_names() + ") or an mlakv format id (" + format_ids() + ")",
-               "'" + std::string(kv_cache_dtype) + "'");
+               quoted(kv_cache_dtype));
   }
 
   // The switches pick among a name's variants (per_token_scale among the fp8_rope ones).
@@ -85,32 +93,32 @@ Format resolve_format(const Check& check, std::string_view width_arg, std::strin
       return true;
     });
   }
-  const std::string quoted = "'" + std::string(kv_cache_dtype) + "'";
+  const std::string name = quoted(kv_cache_dtype);
   if (switched.empty()) {
     check.fail(ErrorCode::kValue, "kv_cache_dtype",
                "names " + describe(named) + "; none of them with fp8_rope=" + (fp8_rope ? "true" : "false") +
                    ", per_token_scale=" + (per_token_scale ? "true" : "false") + " and input dtype " +
                    dtype_name(input_dtype),
-               quoted);
+               name);
   }
   if (switched.size() == 1) return switched.front().info->format;
 
   if (record_bytes <= 0) {
     check.fail(ErrorCode::kValue, "kv_cache_dtype",
                "names several records, the cache's record width picks one of " + describe(switched),
-               quoted + " without a record width");
+               name + " without a record width");
   }
   const std::vector<Candidate> sized =
       filtered(switched, [&](const Candidate& c) { return c.info->record_bytes == record_bytes; });
   if (sized.empty()) {
     check.fail(ErrorCode::kValue, width_arg,
-               "record bytes must be those of one of the records kv_cache_dtype " + quoted +
+               "record bytes must be those of one of the records kv_cache_dtype " + name +
                    " names here: " + describe(switched),
                std::to_string(record_bytes));
   }
   if (sized.size() > 1) {  // same width, e.g. "auto" without an input dtype
     check.fail(ErrorCode::kValue, "kv_cache_dtype",
-               "names several records of " + std::to_string(record_bytes) + " bytes: " + describe(sized), quoted);
+               "names several records of " + std::to_string(record_bytes) + " bytes: " + describe(sized), name);
   }
   return sized.front().info->format;
 }
