@@ -40,14 +40,36 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const std::uint32_
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/// The 8x8 b16 matrix the warp holds (lane l: row l / 4, columns 2 (l % 4) and
+/// 2 (l % 4) + 1) transposed, in the same layout: a key fragment whose pairs run
+/// along dims becomes a value fragment whose pairs run along tokens.
+__device__ __forceinline__ std::uint32_t transpose_8x8(std::uint32_t m) {
+  std::uint32_t t;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(t) : "r"(m));
+  return t;
+}
+
 /// 16 bytes global -> shared without passing through registers (cached in L2 only).
 __device__ __forceinline__ void copy_async16(void* smem, const void* global) {
   const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
 }
 
+/// The same, or 16 zero bytes written to `smem` (and nothing read) when !copy;
+/// `global` must still be a valid address.
+__device__ __forceinline__ void copy_async16_or_zero(void* smem, const void* global, bool copy) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global), "r"(copy ? 16 : 0));
+}
+
 /// Closes the group of cp.async issued since the last commit.
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+/// Waits until at most kPending of this thread's cp.async groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
 
 /// Waits for every cp.async this thread issued.
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }

@@ -15,6 +15,7 @@
 #include "codec/codecs.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/mma.cuh"
+#include "cuda/sparse_mla_decode_split_dims.cuh"
 #include "cuda/warp.cuh"
 #include "kernels/merge.h"
 #include "mlakv/attention.h"
@@ -71,32 +72,79 @@ struct SharedStorage {
 
 int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1; }
 
+// Which kernel decodes (format, rows, heads). The shared-tile kernel decodes a
+// record once per 16-64 heads into a bf16 tile that all its warps read. The
+// split-dims kernel decodes it once per 32 heads straight into its warps'
+// registers: less shared-memory traffic and no decode phase apart, but a longer
+// chain per tile. On the H200 it is the faster one for the NVFP4 records (whose
+// codec decodes to bf16 directly) up to 32 heads once there are enough rows to
+// fill the GPU; at few rows and beyond 32 heads the shared-tile kernel is
+// (bench/results/h200-*-flashmla.txt).
+enum class DecodeKernel { kSharedTile, kSplitDims };
+
+bool decodes_to_bf16_directly(Format format) {
+  return format == Format::kNvfp4DsMla || format == Format::kNvfp4DsMlaFp8Rope ||
+         format == Format::kNvfp4DsMlaFp8RopePts || format == Format::kNvfp4Fp8DsMla;
+}
+
+DecodeKernel kernel_for(Format format, std::int64_t rows, std::int64_t heads, int multiprocessors) {
+  const bool split = decodes_to_bf16_directly(format) && heads <= 32 && 4 * rows >= multiprocessors;
+  return split ? DecodeKernel::kSplitDims : DecodeKernel::kSharedTile;
+}
+
 struct SplitPlan {
+  DecodeKernel kernel;
   int splits;
-  int tiles_per_split;
+  int tiles_per_split;  // units of kTileTokens (64) entries
 };
 
-SplitPlan plan_splits(std::int64_t rows, std::int64_t heads, std::int64_t topk, int multiprocessors) {
-  const int groups = groups_for(heads);
-  const std::int64_t tiles = (topk + kTileTokens - 1) / kTileTokens;
-  const std::int64_t blocks = rows * ((heads + 16 * groups - 1) / (16 * groups));
-  const int per_sm = groups == 1   ? BlockShape<1>::kBlocksPerSm
-                     : groups == 2 ? BlockShape<2>::kBlocksPerSm
-                                   : BlockShape<4>::kBlocksPerSm;
+SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads, std::int64_t topk,
+                      int multiprocessors) {
+  const std::int64_t tiles = std::max<std::int64_t>(1, (topk + kTileTokens - 1) / kTileTokens);
+  std::int64_t blocks = 0;
+  std::int64_t block_heads = 32;
+  int per_sm = 1;
+  if (kernel == DecodeKernel::kSplitDims) {
+    blocks = rows * ((heads + 31) / 32);
+    per_sm = heads <= 16 ? 2 : 1;  // 16 heads: <= 128 registers a thread, two blocks fit
+  } else {
+    const int groups = groups_for(heads);
+    block_heads = 16 * groups;
+    blocks = rows * ((heads + block_heads - 1) / block_heads);
+    per_sm = groups == 1   ? BlockShape<1>::kBlocksPerSm
+             : groups == 2 ? BlockShape<2>::kBlocksPerSm
+                           : BlockShape<4>::kBlocksPerSm;
+  }
   const std::int64_t resident = static_cast<std::int64_t>(multiprocessors) * per_sm;
-  // Enough blocks to fill every SM; never more splits than tiles.
-  std::int64_t splits = (resident + blocks - 1) / std::max<std::int64_t>(1, blocks);
-  splits = std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(std::max<std::int64_t>(tiles, 1), kMaxSplits));
-  const std::int64_t per_split = (tiles + splits - 1) / splits;
-  splits = std::max<std::int64_t>(1, (tiles + per_split - 1) / std::max<std::int64_t>(1, per_split));
-  return {static_cast<int>(splits), static_cast<int>(std::max<std::int64_t>(1, per_split))};
+  // The split count whose last wave ends first: waves of resident blocks times
+  // the tiles each block walks (a partial last wave costs a whole one), plus,
+  // when rows are split, about a tile for the block's start and one per 16
+  // heads for writing its float32 partial result and merging it. Ties go to
+  // fewer splits.
+  const std::int64_t split_cost = 1 + std::min(heads, block_heads) / 16;
+  const std::int64_t most = std::min<std::int64_t>(tiles, kMaxSplits);
+  std::int64_t best_splits = 1;
+  std::int64_t best_per_split = tiles;
+  std::int64_t best_cost = -1;
+  for (std::int64_t splits = 1; splits <= most; ++splits) {
+    const std::int64_t per_split = (tiles + splits - 1) / splits;
+    if ((tiles + per_split - 1) / per_split != splits) continue;  // the same split as a smaller count
+    const std::int64_t waves = (blocks * splits + resident - 1) / resident;
+    const std::int64_t cost = waves * (per_split + (splits > 1 ? split_cost : 0));
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_splits = splits;
+      best_per_split = per_split;
+    }
+  }
+  return {kernel, static_cast<int>(best_splits), static_cast<int>(best_per_split)};
 }
 
 __host__ __device__ std::int64_t lse_offset_bytes(std::int64_t splits, std::int64_t rows, std::int64_t heads) {
   return splits * rows * heads * kValueDim * static_cast<std::int64_t>(sizeof(float));
 }
 
-std::int64_t workspace_bytes(const SplitPlan& plan, std::int64_t rows, std::int64_t heads) {
+std::int64_t plan_workspace_bytes(const SplitPlan& plan, std::int64_t rows, std::int64_t heads) {
   if (plan.splits <= 1) return 0;
   return lse_offset_bytes(plan.splits, rows, heads) +
          plan.splits * rows * heads * static_cast<std::int64_t>(sizeof(float));
@@ -450,13 +498,53 @@ cudaError_t launch_shape(const kernels::SparseDecodeParams& p, const SplitPlan& 
   return cudaGetLastError();
 }
 
+template <class Codec, int kGroups, bool kPartial>
+cudaError_t allow_split_dims_storage(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::array<std::atomic<bool>, kMaxDevices> allowed{};
+  if (device >= 0 && device < kMaxDevices && allowed[device].load(std::memory_order_relaxed)) return cudaSuccess;
+  const cudaError_t status = cudaFuncSetAttribute(split_dims::sparse_decode_split_dims_kernel<Codec, kGroups, kPartial>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>));
+  if (status == cudaSuccess && device >= 0 && device < kMaxDevices) allowed[device].store(true);
+  return status;
+}
+
+template <class Codec, int kGroups>
+cudaError_t launch_split_dims(const kernels::SparseDecodeParams& p, const SplitPlan& plan, int device,
+                              cudaStream_t stream) {
+  constexpr int kHeads = 16 * kGroups;
+  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
+  const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
+  const auto run = [&]<bool kPartial>() {
+    if (const cudaError_t status = allow_split_dims_storage<Codec, kGroups, kPartial>(device); status != cudaSuccess) {
+      return status;
+    }
+    split_dims::sparse_decode_split_dims_kernel<Codec, kGroups, kPartial>
+        <<<grid, split_dims::kThreads, sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>), stream>>>(
+            p, plan.tiles_per_split);
+    return cudaGetLastError();
+  };
+  if (plan.splits == 1) return run.template operator()<false>();
+  if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;
+  combine_splits_kernel<<<static_cast<unsigned>(p.rows * p.heads), kCombineThreads, 0, stream>>>(p, plan.splits);
+  return cudaGetLastError();
+}
+
 template <class Codec>
 cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
-  SplitPlan plan = plan_splits(p.rows, p.heads, p.topk, multiprocessor_count(device));
-  if (p.workspace == nullptr || p.workspace_bytes < workspace_bytes(plan, p.rows, p.heads)) {
-    plan = {1, static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens))};
+  const int multiprocessors = multiprocessor_count(device);
+  SplitPlan plan =
+      plan_splits(kernel_for(p.format, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
+  if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
+    plan.splits = 1;
+    plan.tiles_per_split = static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens));
+  }
+  if (plan.kernel == DecodeKernel::kSplitDims) {
+    return p.heads <= 16 ? launch_split_dims<Codec, 1>(p, plan, device, stream)
+                         : launch_split_dims<Codec, 2>(p, plan, device, stream);
   }
   switch (groups_for(p.heads)) {
     case 1:
@@ -488,8 +576,14 @@ __global__ void __launch_bounds__(kCombineThreads) merge_kernel(const kernels::M
 
 }  // namespace
 
+// The workspace does not depend on the format: the larger of the two kernels' plans.
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device) {
-  return workspace_bytes(plan_splits(rows, heads, topk, multiprocessor_count(device)), rows, heads);
+  const int multiprocessors = multiprocessor_count(device);
+  std::int64_t bytes = 0;
+  for (const DecodeKernel kernel : {DecodeKernel::kSharedTile, DecodeKernel::kSplitDims}) {
+    bytes = std::max(bytes, plan_workspace_bytes(plan_splits(kernel, rows, heads, topk, multiprocessors), rows, heads));
+  }
+  return bytes;
 }
 
 cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& p, cudaStream_t stream) {

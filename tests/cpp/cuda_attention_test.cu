@@ -32,7 +32,23 @@ struct Problem {
 
 // Row 0: K random entries. Row 1: -1, past-capacity and duplicate entries,
 // limited by topk_len. Row 2: nothing valid.
-Problem make_problem(std::int64_t heads, std::int64_t topk, std::int64_t capacity, std::uint64_t seed) {
+// With `repeats`, the three rows repeat (with other random slots) to make 3 * repeats rows.
+Problem make_problem(std::int64_t heads, std::int64_t topk, std::int64_t capacity, std::uint64_t seed,
+                     std::int64_t repeats = 1) {
+  if (repeats > 1) {
+    Problem all;
+    all.rows = 0;
+    for (std::int64_t i = 0; i < repeats; ++i) {
+      Problem part = make_problem(heads, topk, capacity, seed + 1000 * static_cast<std::uint64_t>(i));
+      all.rows += part.rows;
+      all.q.insert(all.q.end(), part.q.begin(), part.q.end());
+      all.indices.insert(all.indices.end(), part.indices.begin(), part.indices.end());
+      all.topk_len.insert(all.topk_len.end(), part.topk_len.begin(), part.topk_len.end());
+    }
+    all.heads = heads;
+    all.topk = topk;
+    return all;
+  }
   Problem p;
   p.heads = heads;
   p.topk = topk;
@@ -179,14 +195,60 @@ TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
   }
 }
 
+// With a few rows the shared-tile kernel runs (the tests above); with at least
+// a quarter as many rows as SMs (33 on an H200), NVFP4 records of up to 32
+// heads take the split-dims kernel.
+TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every_nvfp4_format) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format :
+       {Format::kNvfp4DsMla, Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMlaFp8RopePts, Format::kNvfp4Fp8DsMla}) {
+    AttentionCache cache(format, 6000, 13);
+    const double value_scale = max_abs_value(cache.keys());
+    for (const std::int64_t heads : {1, 16, 24, 32}) {
+      for (const std::int64_t topk : {7, 600}) {
+        Problem p = make_problem(heads, topk, cache.capacity(), 90 + heads + topk, /*repeats=*/12);  // 36 rows
+        const Result cpu = run_cpu(cache, p);
+        const std::string what = std::string(format_info(format).id) + " H=" + std::to_string(heads) +
+                                 " K=" + std::to_string(topk) + " R=" + std::to_string(p.rows);
+        expect_close(run_cuda(cache, p, false), cpu, value_scale, what);
+        expect_close(run_cuda(cache, p, true), cpu, value_scale, what + " (workspace)");
+      }
+    }
+  }
+  AttentionCache cache(Format::kNvfp4DsMlaFp8Rope, 9000, 3);  // long rows over many tiles and splits
+  Problem p = make_problem(16, 5000, cache.capacity(), 7, /*repeats=*/12);
+  const Result cpu = run_cpu(cache, p);
+  expect_close(run_cuda(cache, p, true), cpu, max_abs_value(cache.keys()), "H=16 K=5000 R=36");
+  expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), "H=16 K=5000 R=36 (no workspace)");
+}
+
+TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format : {Format::kFp8DsMla, Format::kNvfp4DsMlaFp8Rope}) {
+    AttentionCache cache(format, 4096, 11);
+    const double value_scale = max_abs_value(cache.keys());
+    for (const std::int64_t heads : {64, 128}) {
+      const std::int64_t repeats = heads == 64 ? 23 : 12;  // 69 and 36 rows
+      Problem p = make_problem(heads, 200, cache.capacity(), 80 + heads, repeats);
+      const Result cpu = run_cpu(cache, p);
+      const std::string what =
+          std::string(format_info(format).id) + " H=" + std::to_string(heads) + " R=" + std::to_string(p.rows);
+      expect_close(run_cuda(cache, p, false), cpu, value_scale, what);
+      expect_close(run_cuda(cache, p, true), cpu, value_scale, what + " (workspace)");
+    }
+  }
+}
+
 TEST(cuda_sparse_mla_decode, replays_in_a_cuda_graph) {
   MLAKV_REQUIRE_GPU();
   AttentionCache cache(Format::kNvfp4DsMla, 4096, 5);
-  Problem p = make_problem(32, 2048, cache.capacity(), 3);
-  const Result eager = run_cuda(cache, p, true);
-  const Result replayed = run_cuda(cache, p, true, /*graph=*/true);
-  EXPECT_EQ(eager.out, replayed.out);
-  EXPECT_EQ(eager.lse, replayed.lse);
+  for (const std::int64_t repeats : {1, 12}) {  // 3 rows (shared-tile kernel) and 36 (split-dims)
+    Problem p = make_problem(32, 2048, cache.capacity(), 3, repeats);
+    const Result eager = run_cuda(cache, p, true);
+    const Result replayed = run_cuda(cache, p, true, /*graph=*/true);
+    EXPECT_EQ(eager.out, replayed.out);
+    EXPECT_EQ(eager.lse, replayed.lse);
+  }
 }
 
 TEST(cuda_sparse_mla_decode, leaves_guard_bytes_around_the_cache_untouched) {
