@@ -276,3 +276,54 @@ def test_mlakv_command_report_says_when_a_format_overflows_on_finite_inputs(tmp_
     assert report["recommended"] != "fp16"
     table = run("report", "--quiet", "--activations", str(tmp_path)).stdout
     assert "! fp16: non-finite decoded or reference values" in table and "larger inputs overflow" in table
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["frobnicate"], ["unknown command 'frobnicate'", "report, capacity"]),
+        (["report", "--seed", "-1"], ["--seed", "must be >= 0"]),
+        (["roundtrip", "--seed", "-1"], ["--seed", "must be >= 0"]),
+        (["capacity", "--kv-memory", "0"], ["--kv-memory", "must be > 0"]),
+        (["report", "--max-attention-error", "2"], ["--max-attention-error", "got '2'"]),
+        (["report", "--max-attention-error", "150%"], ["--max-attention-error"]),
+        (["report", "--tokens", "64", "--activations", "."], ["--tokens", "cannot be combined with --activations"]),
+        (["report", "--plot", "/nonexistent/x.svg"], ["--plot", "no directory /nonexistent"]),
+    ],
+)
+def test_mlakv_command_flag_mistakes_are_one_line_errors_before_any_work(args, words):
+    result = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=20)
+    one_line_exit_2(result, *words)
+
+
+def test_mlakv_command_error_limit_takes_a_percentage_or_a_fraction():
+    percent = json.loads(run("report", "--json", "--max-attention-error", "2%", *FAST).stdout)
+    fraction = json.loads(run("report", "--json", "--max-attention-error", "0.02", *FAST).stdout)
+    assert percent["max_attention_error"] == fraction["max_attention_error"] == 0.02
+    assert percent["recommended"] == fraction["recommended"]
+
+
+def test_mlakv_command_recommends_nothing_when_the_memory_holds_no_token():
+    report = json.loads(run("report", "--json", "--kv-memory", "1B", *FAST).stdout)
+    assert all(f["tokens"] == 0 for f in report["formats"])
+    assert report["recommended"] is None and "holds no token" in report["reason"]
+
+
+def test_mlakv_command_capacity_and_report_json_describe_the_model_alike():
+    capacity = json.loads(run("capacity", "--json", "--model", "glm-5").stdout)
+    report = json.loads(run("report", "--json", "--model", "glm-5", *FAST).stdout)
+    assert capacity["model"] == report["model"] == {"id": "glm-5", "name": "GLM-5", "layers": 78, "heads": 64}
+
+
+def test_mlakv_command_formats_columns_line_up_on_every_row():
+    lines = run("formats").stdout.splitlines()
+    header = lines[0]
+    rows = [line for line in lines[1:] if line.split(" ")[0] in FORMATS]
+    assert len(rows) == len(FORMATS)
+    for column in ("bytes", "source"):
+        end = header.index(column) + (len(column) if column == "bytes" else 0)
+        for line in rows:
+            if column == "bytes":
+                assert line[end - 1].isdigit() and line[end] == " ", line  # right-aligned record bytes
+            else:
+                assert line[end - 1] == " " and line[end] != " ", line  # every source starts in one column

@@ -3,6 +3,7 @@
 // --fields adds each record's byte map.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -22,9 +23,17 @@ std::string engine_names(const FormatInfo& info) {
 }
 
 void print_formats(bool fields) {
-  fmt::print("{:<26} {:>5}  {:<62} {}\n", "format", "bytes", "layout", "source");
+  // Columns as wide as their longest entry, so no row shifts the ones after it.
+  std::size_t id_width = 6;
+  std::size_t layout_width = 6;
   for (const FormatInfo& info : formats()) {
-    fmt::print("{:<26} {:>5}  {:<62} {}\n", info.id, info.record_bytes, info.layout, info.source);
+    id_width = std::max(id_width, info.id.size());
+    layout_width = std::max(layout_width, info.layout.size());
+  }
+  fmt::print("{:<{}} {:>5}  {:<{}} {}\n", "format", id_width, "bytes", "layout", layout_width, "source");
+  for (const FormatInfo& info : formats()) {
+    fmt::print("{:<{}} {:>5}  {:<{}} {}\n", info.id, id_width, info.record_bytes, info.layout, layout_width,
+               info.source);
     fmt::print("    engine names: {}\n", engine_names(info));
     if (!fields) continue;
     for (const FieldInfo& f : info.fields) {

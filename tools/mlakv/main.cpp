@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 #include "mlakv/error.h"
@@ -21,6 +22,19 @@ int run(int argc, char** argv) {
   mlakv::tool::add_formats_command(app);
   mlakv::tool::add_inspect_command(app);
   mlakv::tool::add_roundtrip_command(app);
+  // A first word that names no command is named back (CLI11 would only say one is required).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "mlakv: error: unknown command '{}' (commands: {})\n", argv[1], names);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

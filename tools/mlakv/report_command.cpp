@@ -4,7 +4,9 @@
 // speed on the chosen device, with a recommendation; `mlakv capacity`: the
 // capacity part alone.
 #include <fmt/core.h>
+#include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -40,7 +42,8 @@ struct ReportOptions {
   std::uint64_t seed = 0;
   std::string activations;
   bool allow_nonfinite = false;
-  double max_attention_error = 0.02;
+  std::string max_attention_error_text = "2%";
+  double max_attention_error = 0.02;  // parsed from the text
   bool json = false;
   std::string plot;
   bool quiet = false;
@@ -138,7 +141,8 @@ std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::str
   std::size_t best = rows.size();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const FormatRow& r = rows[i];
-    if (nonfinite(r) > 0) continue;  // overflows (or non-finite inputs): no error number describes it
+    if (nonfinite(r) > 0) continue;        // overflows (or non-finite inputs): no error number describes it
+    if (r.capacity.tokens == 0) continue;  // holds nothing in this budget
     if (!(r.accuracy.attention.rel_rms <= limit)) continue;
     if (best == rows.size() || r.capacity.tokens > rows[best].capacity.tokens ||
         (r.capacity.tokens == rows[best].capacity.tokens &&
@@ -148,10 +152,15 @@ std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::str
   }
   if (best == rows.size()) {
     bool all_nonfinite = true;
-    for (const FormatRow& r : rows) all_nonfinite = all_nonfinite && nonfinite(r) > 0;
-    reason = all_nonfinite ? "every format decodes some values as NaN or infinity (non-finite inputs, or values "
-                             "beyond a format's range); no error threshold can rank them"
-                           : fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
+    bool all_empty = true;
+    for (const FormatRow& r : rows) {
+      all_nonfinite = all_nonfinite && nonfinite(r) > 0;
+      all_empty = all_empty && r.capacity.tokens == 0;
+    }
+    reason = all_empty       ? "the KV memory holds no token in any format"
+             : all_nonfinite ? "every format decodes some values as NaN or infinity (non-finite inputs, or values "
+                               "beyond a format's range); no error threshold can rank them"
+                             : fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
     return best;
   }
   const FormatRow& r = rows[best];
@@ -271,12 +280,48 @@ void write_plot(const std::string& path, const ModelBudget& budget, const std::v
   if (!file) throw Error(ErrorCode::kValue, "--plot: writing " + path + " failed");
 }
 
-void run_report(const ReportOptions& o) {
+// "2%" (a percentage, as the table prints errors) or a fraction in [0, 1] ("0.02").
+double parse_error_limit(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  double value = 0.0;
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  const bool parsed = ec == std::errc() && end == number.data() + number.size() && std::isfinite(value);
+  const double limit = percent ? value / 100.0 : value;
+  if (!parsed || !(limit >= 0.0 && limit <= 1.0)) {
+    throw Error(ErrorCode::kValue, fmt::format("--max-attention-error: must be a percentage in [0%, 100%] (2%) or a "
+                                               "fraction in [0, 1] (0.02), got '{}'",
+                                               text));
+  }
+  return limit;
+}
+
+// The plot's file must be writable before the run starts, not found unwritable after it.
+void check_writable(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw Error(ErrorCode::kValue, flag + ": " + path + ": no directory " + dir.string());
+  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec)) {
+    throw Error(ErrorCode::kValue, flag + ": " + path + ": exists and is not a regular file");
+  }
+  if (::access(fs::exists(target, ec) ? path.c_str() : dir.c_str(), W_OK) != 0) {
+    throw Error(ErrorCode::kValue, flag + ": " + path + ": not writable");
+  }
+}
+
+void run_report(const ReportOptions& options) {
+  const ReportOptions& o = options;
   // Every flag is checked before any work starts.
   const ModelBudget budget = resolve_budget(o.model);
   const Device device = resolve_device(o.device);
-  if (!(o.max_attention_error >= 0.0)) {
-    throw Error(ErrorCode::kValue, "--max-attention-error: must be >= 0");
+  ReportOptions parsed = o;
+  parsed.max_attention_error = parse_error_limit(o.max_attention_error_text);
+  check_writable("--plot", o.plot);
+  if (o.activations.empty() == false && o.tokens > 0) {
+    throw Error(ErrorCode::kValue, "--tokens: cannot be combined with --activations (the tokens are kv_c.npy's rows)");
   }
   const std::int64_t tokens = o.tokens > 0 ? o.tokens : device.type == DeviceType::kCuda ? 262144 : 4096;
   const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model.layers);
@@ -300,9 +345,9 @@ void run_report(const ReportOptions& o) {
   }
   progress.finish();
   std::string reason;
-  const std::size_t best = recommend(rows, o.max_attention_error, reason);
+  const std::size_t best = recommend(rows, parsed.max_attention_error, reason);
   if (o.json) {
-    print_json(budget, in, device, o, rows, best, reason);
+    print_json(budget, in, device, parsed, rows, best, reason);
   } else {
     print_table(budget, in, device, rows, best, reason);
   }
@@ -313,8 +358,11 @@ void run_capacity(const ModelOptions& model, bool json) {
   const ModelBudget budget = resolve_budget(model);
   const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model.layers);
   if (json) {
-    std::string out = fmt::format("{{\"model\": {}, \"layers\": {}, \"kv_memory\": {}, \"formats\": [\n",
-                                  json_string(budget.model.id), budget.model.layers, budget.kv_memory);
+    std::string out = fmt::format(
+        "{{\"model\": {{\"id\": {}, \"name\": {}, \"layers\": {}, \"heads\": {}}}, \"kv_memory\": {}, "
+        "\"formats\": [\n",
+        json_string(budget.model.id), json_string(budget.model.name), budget.model.layers, budget.model.heads,
+        budget.kv_memory);
     for (std::size_t i = 0; i < caps.size(); ++i) {
       const Capacity& c = caps[i];
       out += fmt::format(
@@ -347,14 +395,14 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--queries", o->queries, "Query rows of the sparse-attention check")
       ->default_val(o->queries)
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries");
+  cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries")->check(non_negative_integer());
   cmd->add_option("--activations", o->activations,
                   "Directory with kv_c.npy [T,512] and k_pe.npy [T,64] (float32/float16), optional q.npy [R,H,576]");
   cmd->add_flag("--allow-nonfinite", o->allow_nonfinite,
                 "Measure activations holding NaN/inf instead of refusing them (counted per format)");
-  cmd->add_option("--max-attention-error", o->max_attention_error,
-                  "Largest sparse-attention error (relative RMS) a recommended format may have")
-      ->default_val(o->max_attention_error);
+  cmd->add_option("--max-attention-error", o->max_attention_error_text,
+                  "Largest sparse-attention error (relative RMS) a recommended format may have: 2% or 0.02")
+      ->default_val(o->max_attention_error_text);
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
   cmd->add_option("--plot", o->plot, "Write an SVG of bytes per token against attention error");
   cmd->add_flag("--quiet", o->quiet, "No progress line on stderr");

@@ -19,6 +19,14 @@ void add_model_options(CLI::App& cmd, ModelOptions& options) {
       ->default_val(options.kv_fraction);
 }
 
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        return text.find('-') == std::string::npos ? std::string() : "must be >= 0, got " + text;
+      },
+      "NONNEGATIVE");
+}
+
 ModelBudget resolve_budget(const ModelOptions& options) {
   ModelPreset model = find_model(options.model);
   if (options.layers > 0) model.layers = options.layers;

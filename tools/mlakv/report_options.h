@@ -27,6 +27,9 @@ struct ModelBudget {
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& options);
+
+/// A CLI11 check: the value is written without a minus sign ("-1" would wrap an unsigned seed).
+CLI::Validator non_negative_integer();
 ModelBudget resolve_budget(const ModelOptions& options);
 
 }  // namespace mlakv::tool

@@ -16,6 +16,7 @@
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
 #include "mlakv/readers.h"
+#include "report_options.h"
 #include "synthetic.h"
 
 namespace mlakv::tool {
@@ -87,7 +88,7 @@ void add_roundtrip_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("roundtrip", "Write and read back synthetic tokens through every format");
   auto options = std::make_shared<RoundtripOptions>();
   cmd->add_option("--tokens", options->tokens, "Number of tokens")->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--seed", options->seed, "Seed of the synthetic activations");
+  cmd->add_option("--seed", options->seed, "Seed of the synthetic activations")->check(non_negative_integer());
   cmd->add_option("--device", options->device, "cpu, cuda, or auto (cuda when a device is present)")
       ->default_val("cpu");
   cmd->callback([options] { run_roundtrip(*options); });

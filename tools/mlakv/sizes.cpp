@@ -39,7 +39,10 @@ std::uint64_t parse_size(std::string_view flag, std::string_view text) {
   };
   double number = 0.0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (ec != std::errc() || !std::isfinite(number) || number <= 0.0) fail();
+  if (ec != std::errc() || !std::isfinite(number)) fail();
+  if (number <= 0.0) {
+    throw Error(ErrorCode::kValue, std::string(flag) + ": must be > 0, got '" + std::string(text) + "'");
+  }
   std::string unit;
   for (const char* c = end; c != text.data() + text.size(); ++c) {
     if (*c != ' ') unit += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
@@ -50,7 +53,12 @@ std::uint64_t parse_size(std::string_view flag, std::string_view text) {
   }
   if (scale == 0.0) fail();
   const double bytes = number * scale;
-  if (bytes < 1.0 || bytes > 1.8e19) fail();
+  if (bytes < 1.0) {
+    throw Error(ErrorCode::kValue, std::string(flag) + ": must be at least 1 byte, got '" + std::string(text) + "'");
+  }
+  if (bytes > 1.8e19) {
+    throw Error(ErrorCode::kValue, std::string(flag) + ": must be below 16 EiB, got '" + std::string(text) + "'");
+  }
   return static_cast<std::uint64_t>(bytes);
 }
 
