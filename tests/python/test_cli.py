@@ -327,3 +327,12 @@ def test_mlakv_command_formats_columns_line_up_on_every_row():
                 assert line[end - 1].isdigit() and line[end] == " ", line  # right-aligned record bytes
             else:
                 assert line[end - 1] == " " and line[end] != " ", line  # every source starts in one column
+
+
+def test_mlakv_command_report_refuses_token_counts_beyond_host_memory_before_starting():
+    with open("/proc/meminfo") as meminfo:
+        available = next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
+    if available > 16140 * 2**24 + 64e6:
+        pytest.skip("this machine holds 2^24 tokens")
+    result = subprocess.run([EXE, "report", "--tokens", str(2**24)], capture_output=True, text=True, timeout=20)
+    one_line_exit_2(result, "--tokens: 16777216 tokens need about", "of host memory", "or fewer")
