@@ -336,3 +336,36 @@ def test_mlakv_command_report_refuses_token_counts_beyond_host_memory_before_sta
         pytest.skip("this machine holds 2^24 tokens")
     result = subprocess.run([EXE, "report", "--tokens", str(2**24)], capture_output=True, text=True, timeout=20)
     one_line_exit_2(result, "--tokens: 16777216 tokens need about", "of host memory", "or fewer")
+
+
+def test_mlakv_command_plot_has_1_2_5_ticks_a_threshold_a_legend_and_labels_that_do_not_collide(tmp_path):
+    path = tmp_path / "plot.svg"
+    run("report", "--plot", str(path), "--max-attention-error", "3%", *FAST)
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ElementTree.parse(path).getroot()
+    texts = list(root.iter(f"{ns}text"))
+    for cls in ("x-tick", "y-tick"):
+        ticks = [float(t.text) for t in texts if t.get("class") == cls]
+        assert len(ticks) >= 3
+        step = ticks[1] - ticks[0]
+        mantissa = step / 10 ** np.floor(np.log10(step))
+        assert any(abs(mantissa - m) < 1e-9 for m in (1, 2, 5)), (cls, ticks)
+    threshold = next(line for line in root.iter(f"{ns}line") if line.get("class") == "threshold")
+    assert threshold.get("y1") == threshold.get("y2")
+    assert root.find(f"{ns}g[@class='legend']") is not None
+    labels = [t for t in texts if t.get("class") in ("label", "threshold-label")]
+    assert sorted(t.get("data-format") for t in labels if t.get("class") == "label") == sorted(FORMATS)
+    boxes = []
+    for t in labels:
+        x0, y0, x1, y1 = (float(v) for v in t.get("data-box").split())
+        assert x1 - x0 >= 6.5 * len(t.text) and y1 - y0 >= 12  # the box covers the rendered text
+        boxes.append((t.text, x0, y0, x1, y1))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
+            assert apart, f"labels {a[0]!r} and {b[0]!r} overlap"
+    frame = next(r for r in root.iter(f"{ns}rect") if r.get("fill") == "none")
+    fx, fy = float(frame.get("x")), float(frame.get("y"))
+    fw, fh = float(frame.get("width")), float(frame.get("height"))
+    for name, x0, y0, x1, y1 in boxes:
+        assert fx <= x0 and x1 <= fx + fw and fy <= y0 and y1 <= fy + fh, name

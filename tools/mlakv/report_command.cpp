@@ -266,7 +266,7 @@ void print_json(const ModelBudget& budget, const Inputs& in, Device device, cons
 }
 
 void write_plot(const std::string& path, const ModelBudget& budget, const std::vector<FormatRow>& rows,
-                std::size_t best) {
+                std::size_t best, double limit) {
   std::vector<PlotPoint> points;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (nonfinite(rows[i]) > 0) continue;  // no error number places it
@@ -276,7 +276,8 @@ void write_plot(const std::string& path, const ModelBudget& budget, const std::v
   }
   std::ofstream file(path);
   if (!file) throw Error(ErrorCode::kValue, "--plot: cannot write " + path);
-  file << render_svg(fmt::format("{}: KV bytes per token vs sparse-attention error", budget.model.name), points);
+  file << render_svg(fmt::format("{}: KV bytes per token vs sparse-attention error", budget.model.name), points,
+                     100.0 * limit);
   if (!file) throw Error(ErrorCode::kValue, "--plot: writing " + path + " failed");
 }
 
@@ -381,7 +382,7 @@ void run_report(const ReportOptions& options) {
   } else {
     print_table(budget, in, device, rows, best, reason);
   }
-  if (!o.plot.empty()) write_plot(o.plot, budget, rows, best);
+  if (!o.plot.empty()) write_plot(o.plot, budget, rows, best, parsed.max_attention_error);
 }
 
 void run_capacity(const ModelOptions& model, bool json) {
