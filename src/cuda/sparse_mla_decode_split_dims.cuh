@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Shared*>(smem_raw);
 
+  if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int g = lane >> 2;  // mma row group: token of a key fragment, head of an accumulator
