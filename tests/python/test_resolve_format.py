@@ -51,6 +51,29 @@ def test_auto_follows_the_input_dtype():
         mlakv.resolve_format("auto", 1152, input_dtype="float32")
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        (
+            {"kv_cache_dtype": 352},
+            TypeError,
+            "kv_cache_dtype: must be a str (an engine's kv_cache_dtype or a format id), got int",
+        ),
+        ({"record_bytes": -1}, ValueError, "record_bytes: must be >= 0, got -1"),
+        ({"record_bytes": 2**31}, ValueError, "record_bytes: must be < 2^31, got 2147483648"),
+        ({"record_bytes": 352.0}, TypeError, "record_bytes: must be an int, got float"),
+        ({"fp8_rope": 1}, TypeError, "fp8_rope: must be a bool, got int"),
+        ({"per_token_scale": "yes"}, TypeError, "per_token_scale: must be a bool, got str"),
+        ({"input_dtype": "float16"}, ValueError, "input_dtype: must be bf16, fp16 or None, got 'float16'"),
+    ],
+)
+def test_arguments_are_checked_first(kwargs, error, text):
+    args = {"kv_cache_dtype": "nvfp4_ds_mla", "record_bytes": 352, **kwargs}
+    with pytest.raises(error) as info:
+        mlakv.resolve_format(**args)
+    assert str(info.value).endswith(text)
+
+
 def test_ambiguous_name_without_width_raises_naming_the_candidates():
     with pytest.raises(ValueError) as info:
         mlakv.resolve_format("nvfp4_ds_mla")
