@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +118,32 @@ def test_concat_and_cache_mla_nvfp4_ds_mla_of_another_width_writes_nothing():
     with pytest.raises(ValueError, match=r"^mlakv::concat_and_cache_mla\(nvfp4_ds_mla\): kv_cache: record bytes"):
         mlakv.concat_and_cache_mla(kv_c, k_pe, cache, np.arange(2, dtype=np.int64), "nvfp4_ds_mla")
     assert (cache == 0xAB).all()
+
+
+EXE = shutil.which("mlakv")
+
+
+@pytest.mark.skipif(EXE is None, reason="the mlakv command is not on the PATH")
+def test_mlakv_formats_shows_each_formats_engine_names():
+    lines = subprocess.run([EXE, "formats"], capture_output=True, text=True, check=True).stdout.splitlines()
+    for f in mlakv.formats():
+        row = next(i for i, line in enumerate(lines) if line.split(" ")[0] == f["id"])
+        names = "; ".join(f"{n['kv_cache_dtype']} ({n['engine']})" for n in f["engine_names"])
+        assert lines[row + 1] == f"    engine names: {names}"
+    assert "    engine names: nvfp4_ds_mla (upstream vLLM)" in lines
+
+
+@pytest.mark.skipif(EXE is None, reason="the mlakv command is not on the PATH")
+def test_mlakv_inspect_resolves_an_engine_name_with_the_record_width(tmp_path):
+    kv_c = np.ones((4, 512), BF16)
+    k_pe = np.full((4, 64), 0.5, BF16)
+    cache = np.zeros((1, 4, 352), np.uint8)
+    mlakv.concat_and_cache_mla(kv_c, k_pe, cache, np.arange(4, dtype=np.int64), "nvfp4_ds_mla")
+    cache.tofile(tmp_path / "cache.bin")
+    base = [EXE, "inspect", "--format", "nvfp4_ds_mla", "--cache", str(tmp_path / "cache.bin"), "--block-size", "4"]
+    out = subprocess.run([*base, "--slot", "1", "--record-bytes", "352"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("nvfp4_fp8_ds_mla: slot 1")
+    assert "decoded kv_c[0:8] = 1.03125, 1.03125" in out.stdout  # 6 * 0.171875
+    ambiguous = subprocess.run([*base, "--slot", "1"], capture_output=True, text=True)
+    assert ambiguous.returncode == 2
+    assert "--format: mlakv::resolve_format(nvfp4_ds_mla): kv_cache_dtype: names several records" in ambiguous.stderr
