@@ -220,6 +220,22 @@ struct Expected352 {
   std::vector<std::uint8_t> record = std::vector<std::uint8_t>(352, 0);
 };
 
+struct Group {
+  std::vector<double> values = std::vector<double>(16);
+  std::vector<std::uint8_t> codes = std::vector<std::uint8_t>(16);
+};
+
+// Grid values of group g times `scale`, with the grid values' own codes (the
+// scale byte must make x * RN(1 / s) the grid value again).
+Group grid_group(int g, double scale) {
+  Group group;
+  for (int j = 0; j < 16; ++j) {
+    group.values[j] = grid_value(g, j) * scale;
+    group.codes[j] = e2m1_code_of(grid_value(g, j));
+  }
+  return group;
+}
+
 void put_group(Expected352& e, int g, const std::vector<double>& values, const std::vector<std::uint8_t>& codes,
                std::uint8_t scale_byte) {
   for (int j = 0; j < 16; ++j) e.token.kv_c[16 * g + j] = static_cast<float>(values[j]);
@@ -232,13 +248,9 @@ Expected352 nvfp4_fp8_ds_mla_token() {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   for (int g = 0; g < 24; ++g) {
-    std::vector<double> values(16);
-    std::vector<std::uint8_t> codes(16);
-    for (int j = 0; j < 16; ++j) {
-      values[j] = std::ldexp(grid_value(g, j), reciprocal_exponent(g));
-      codes[j] = e2m1_code_of(grid_value(g, j));
-    }
-    put_group(e, g, values, codes, e4m3_code_of(std::ldexp(1.0, reciprocal_exponent(g))));
+    const double scale = std::ldexp(1.0, reciprocal_exponent(g));
+    const Group group = grid_group(g, scale);
+    put_group(e, g, group.values, group.codes, e4m3_code_of(scale));
   }
   // 24: amax / 6 = 1.25 * 2^-9 rounds to 2^-9 (0x01), below it: bumped to 2^-8 (0x02).
   // 7.5 * 2^-9 * 2^8 = 3.75 -> 4 (code 6); the others are 2^-8 times grid values.
@@ -304,31 +316,21 @@ Expected352 nvfp4_fp8_ds_mla_token() {
   }
   // 29: +-inf: amax inf, scale byte 0x7E; +-inf saturate to +-6.
   {
-    std::vector<double> values(16);
-    std::vector<std::uint8_t> codes(16);
-    for (int j = 0; j < 16; ++j) {
-      values[j] = grid_value(29, j) * 448.0;
-      codes[j] = e2m1_code_of(grid_value(29, j));
-    }
-    values[3] = inf;
-    codes[3] = 0x7;
-    values[4] = -inf;
-    codes[4] = 0xF;
-    put_group(e, 29, values, codes, 0x7E);
+    Group group = grid_group(29, 448.0);
+    group.values[3] = inf;
+    group.codes[3] = 0x7;
+    group.values[4] = -inf;
+    group.codes[4] = 0xF;
+    put_group(e, 29, group.values, group.codes, 0x7E);
   }
   // 30: NaN (both signs) never raises the amax (6 * 2^-2, scale byte 2^-2) and encodes 0x7.
   {
-    std::vector<double> values(16);
-    std::vector<std::uint8_t> codes(16);
-    for (int j = 0; j < 16; ++j) {
-      values[j] = std::ldexp(grid_value(30, j), -2);
-      codes[j] = e2m1_code_of(grid_value(30, j));
-    }
-    values[2] = nan;
-    codes[2] = 0x7;
-    values[9] = -nan;
-    codes[9] = 0x7;
-    put_group(e, 30, values, codes, 0x28);
+    Group group = grid_group(30, 0.25);
+    group.values[2] = nan;
+    group.codes[2] = 0x7;
+    group.values[9] = -nan;
+    group.codes[9] = 0x7;
+    put_group(e, 30, group.values, group.codes, 0x28);
   }
   // 31: all -0: amax 0 takes the floor, 2^-9 (0x01); -0 * 2^9 is -0, code 0x8.
   put_group(e, 31, std::vector<double>(16, -0.0), std::vector<std::uint8_t>(16, 0x8), 0x01);
