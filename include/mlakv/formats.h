@@ -60,7 +60,8 @@ std::string format_ids();
 
 /// The one format an engine's cache holds. `kv_cache_dtype` is an engine's
 /// name (FormatInfo::engine_names: "auto", "fp8", "fp8_e4m3", "fp8_ds_mla",
-/// "nvfp4_ds_mla") or an mlakv format id, which names its format outright.
+/// "nvfp4_ds_mla") or an mlakv format id, which names its format outright
+/// (the id "nvfp4_ds_mla", also an engine name, resolves as the engine name).
 /// Names are not unique: "nvfp4_ds_mla" is upstream vLLM's 352-byte record
 /// and the B12X backend's 432-byte one, or its 368-byte ones when `fp8_rope`
 /// (KV_FP8_ROPE=1) is on, the per-token-scale one with `per_token_scale` too

@@ -60,7 +60,8 @@ def resolve_format(
 
     Args:
         kv_cache_dtype: an engine's name (``auto``, ``fp8``, ``fp8_e4m3``, ``fp8_ds_mla``, ``nvfp4_ds_mla``)
-            or an mlakv format id, which names its format outright.
+            or an mlakv format id, which names its format outright (``nvfp4_ds_mla``, both, resolves as
+            the engine name).
         record_bytes: the cache's last dimension; 0 when not known. Upstream vLLM's ``nvfp4_ds_mla``
             is the 352-byte record, the B12X backend's the 432-byte one.
         fp8_rope: the B12X backend's compact record (``KV_FP8_ROPE=1``, 368 bytes).
