@@ -296,6 +296,27 @@ def _hostile_calls():
             ValueError,
             "mlakv::sparse_mla_decode_workspace_size: rows: must be >= 0, got -1",
         ),
+        "resolve_format None": (
+            lambda: mlakv.resolve_format(None),
+            TypeError,
+            "mlakv::resolve_format: kv_cache_dtype: must be a str (an engine's kv_cache_dtype or a format id), "
+            "got NoneType",
+        ),
+        "resolve_format record_bytes str": (
+            lambda: mlakv.resolve_format("fp8", record_bytes="656"),
+            TypeError,
+            "mlakv::resolve_format(fp8): record_bytes: must be an int, got str",
+        ),
+        "resolve_format record_bytes huge": (
+            lambda: mlakv.resolve_format("fp8", record_bytes=2**40),
+            ValueError,
+            "mlakv::resolve_format(fp8): record_bytes: must be < 2^31, got 1099511627776",
+        ),
+        "resolve_format fp8_rope int": (
+            lambda: mlakv.resolve_format("nvfp4_ds_mla", 368, fp8_rope=2),
+            TypeError,
+            "mlakv::resolve_format(nvfp4_ds_mla): fp8_rope: must be a bool, got int",
+        ),
         "compact per_token_scale str": (
             lambda: concat_and_cache_nvfp4_mla_fp8_rope(
                 kv_c, k_pe, aligned((1, 16, 368)), [0, 1], per_token_scale="yes"
