@@ -17,6 +17,19 @@ namespace mlakv::api {
 
 std::string str(std::int64_t v);
 
+/// a * b and a + b clamped to int64's range: stride arithmetic on caller-given
+/// values never wraps (a clamped value then fails the rule it is compared in).
+inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b < 0 ? INT64_MIN : INT64_MAX;
+}
+
 struct Named {
   std::string_view name;
   const TensorView* view;

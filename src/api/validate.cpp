@@ -136,14 +136,14 @@ ByteRange byte_range(const Check& check, std::string_view name, const TensorView
 // (out[:, :512] and out[:, 512:]) share no byte although their ranges interleave.
 bool interleaved_rows(const TensorView& a, const TensorView& b) {
   if (a.ndim != 2 || b.ndim != 2 || a.strides[1] != 1 || b.strides[1] != 1) return false;
-  const std::int64_t stride = a.strides[0] * dtype_size(a.dtype);
-  if (stride <= 0 || stride != b.strides[0] * dtype_size(b.dtype)) return false;
+  const std::int64_t stride = saturating_mul(a.strides[0], dtype_size(a.dtype));
+  if (stride <= 0 || stride == INT64_MAX || stride != saturating_mul(b.strides[0], dtype_size(b.dtype))) return false;
   const auto pa = reinterpret_cast<std::uintptr_t>(a.data);
   const auto pb = reinterpret_cast<std::uintptr_t>(b.data);
-  const std::int64_t wa = a.shape[1] * dtype_size(a.dtype);
-  const std::int64_t wb = b.shape[1] * dtype_size(b.dtype);
+  const std::int64_t wa = saturating_mul(a.shape[1], dtype_size(a.dtype));
+  const std::int64_t wb = saturating_mul(b.shape[1], dtype_size(b.dtype));
   const auto gap = static_cast<std::int64_t>((pb - pa) % static_cast<std::uintptr_t>(stride));  // b's column in a's row
-  return pb >= pa ? (wa <= gap && gap + wb <= stride) : interleaved_rows(b, a);
+  return pb >= pa ? (wa <= gap && saturating_add(gap, wb) <= stride) : interleaved_rows(b, a);
 }
 
 }  // namespace
@@ -180,7 +180,7 @@ std::int64_t check_input_rows(const Check& check, std::string_view name, const T
   if (is_empty(v)) return 0;
   check.require(v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name,
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(v.strides[1]));
-  const auto row_bytes = v.strides[0] * dtype_size(v.dtype);
+  const std::int64_t row_bytes = saturating_mul(v.strides[0], dtype_size(v.dtype));
   check.require(reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
                 "base must be " + str(kInputRowAlignment) + "-byte aligned",
                 "address % " + str(kInputRowAlignment) + " = " +

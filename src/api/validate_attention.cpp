@@ -20,7 +20,7 @@ void check_head_rows(const Check& check, std::string_view name, const TensorView
                 "must be innermost-contiguous (stride 1)", "stride " + str(v.strides[2]));
   check.require(heads <= 1 || rows == 0 || v.strides[1] >= width, ErrorCode::kLayout, name,
                 "head stride must be >= " + str(width) + " (heads must not overlap)", str(v.strides[1]));
-  const std::int64_t row_span = (heads - 1) * v.strides[1] + width;
+  const std::int64_t row_span = saturating_add(saturating_mul(heads - 1, v.strides[1]), width);
   check.require(rows <= 1 || heads == 0 || v.strides[0] >= row_span, ErrorCode::kLayout, name,
                 "row stride must be >= " + str(row_span) + " (rows must not overlap)", str(v.strides[0]));
   check_data(check, name, v);
@@ -36,8 +36,8 @@ void check_lse(const Check& check, std::string_view name, const TensorView& v, s
   check_strides_nonnegative(check, name, v);
   check.require(heads <= 1 || rows == 0 || v.strides[1] >= 1, ErrorCode::kLayout, name,
                 "heads must not overlap (stride >= 1)", str(v.strides[1]));
-  check.require(rows <= 1 || heads == 0 || v.strides[0] >= (heads - 1) * v.strides[1] + 1, ErrorCode::kLayout, name,
-                "rows must not overlap", "stride " + str(v.strides[0]));
+  check.require(rows <= 1 || heads == 0 || v.strides[0] >= saturating_add(saturating_mul(heads - 1, v.strides[1]), 1),
+                ErrorCode::kLayout, name, "rows must not overlap", "stride " + str(v.strides[0]));
   check_data(check, name, v);
 }
 
