@@ -72,7 +72,7 @@ struct SharedStorage {
 
 int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1; }
 
-// Which kernel decodes (format, rows, heads). The shared-tile kernel decodes a
+// Which kernel decodes (codec, rows, heads). The shared-tile kernel decodes a
 // record once per 16-64 heads into a bf16 tile that all its warps read. The
 // split-dims kernel decodes it once per 32 heads straight into its warps'
 // registers: less shared-memory traffic and no decode phase apart, but a longer
@@ -82,13 +82,15 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // (bench/results/h200-*-flashmla.txt).
 enum class DecodeKernel { kSharedTile, kSplitDims };
 
-bool decodes_to_bf16_directly(Format format) {
-  return format == Format::kNvfp4DsMla || format == Format::kNvfp4DsMlaFp8Rope ||
-         format == Format::kNvfp4DsMlaFp8RopePts || format == Format::kNvfp4Fp8DsMla;
-}
+// The codecs with a direct bf16 decode (the NVFP4 records); only they
+// instantiate the split-dims kernel.
+template <class Codec>
+inline constexpr bool kDecodesToBf16 = requires {
+  &Codec::decode_lane_bf16;
+};
 
-DecodeKernel kernel_for(Format format, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  const bool split = decodes_to_bf16_directly(format) && heads <= 32 && 4 * rows >= multiprocessors;
+DecodeKernel kernel_for(bool decodes_to_bf16, std::int64_t rows, std::int64_t heads, int multiprocessors) {
+  const bool split = decodes_to_bf16 && heads <= 32 && 4 * rows >= multiprocessors;
   return split ? DecodeKernel::kSplitDims : DecodeKernel::kSharedTile;
 }
 
@@ -568,15 +570,17 @@ cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
-  SplitPlan plan =
-      plan_splits(kernel_for(p.format, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
+  SplitPlan plan = plan_splits(kernel_for(kDecodesToBf16<Codec>, p.rows, p.heads, multiprocessors), p.rows, p.heads,
+                               p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
     plan.splits = 1;
     plan.tiles_per_split = static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens));
   }
-  if (plan.kernel == DecodeKernel::kSplitDims) {
-    return p.heads <= 16 ? launch_split_dims<Codec, 1>(p, plan, device, stream)
-                         : launch_split_dims<Codec, 2>(p, plan, device, stream);
+  if constexpr (kDecodesToBf16<Codec>) {
+    if (plan.kernel == DecodeKernel::kSplitDims) {
+      return p.heads <= 16 ? launch_split_dims<Codec, 1>(p, plan, device, stream)
+                           : launch_split_dims<Codec, 2>(p, plan, device, stream);
+    }
   }
   switch (groups_for(p.heads)) {
     case 1:

@@ -43,7 +43,7 @@ inline constexpr int kPartialPitch = kTileTokens + 8;           // floats: a hal
 inline constexpr int kProbPitch = kTileTokens + 8;              // bf16: ldmatrix rows 80 bytes apart, no conflict
 inline constexpr int kRecordWarpTokens = kTileTokens / kWarps;  // records a warp gathers per tile
 
-/// Ring depth: about 80-110 KB of records, so one block per SM keeps enough
+/// Ring depth: about 67-110 KB of records, so one block per SM keeps enough
 /// bytes in flight to cover the gather's DRAM latency.
 template <int kRecordBytes>
 inline constexpr int kStages = kRecordBytes <= 432   ? 6
