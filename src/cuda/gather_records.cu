@@ -10,9 +10,7 @@
 namespace mlakv::cuda {
 namespace {
 
-// Four warps per block, as the writers: against eight, in one H200 build, the
-// pts reader ran 0.91 -> 0.93 (contiguous) and 0.85 -> 0.88 (random slots) of
-// the copy at 1,048,576 rows, the others within the runs' spread.
+// Four warps per block, as the writers (docs/kernel_history.md).
 constexpr int kWarpsPerBlock = 4;
 
 template <class Out>
@@ -46,8 +44,7 @@ __device__ __forceinline__ void store_values(Out* dst, const float* values) {
 // Each warp decodes kRowsPerWarp rows, loading all their records before
 // decoding any, so more bytes are in flight per warp (the record load depends
 // on the slot load, which would otherwise leave the warp waiting twice).
-// (Three and four rows per warp measured slower on the H200: bf16 at
-// 1,048,576 rows 0.97 -> 0.92 and 0.89 of the copy.)
+// (Three and four rows per warp measured slower: docs/kernel_history.md.)
 constexpr int kRowsPerWarp = 2;
 
 // kStaged: a bf16 [N, 576] row (k_pe_out right after kv_c_out, 16-byte aligned

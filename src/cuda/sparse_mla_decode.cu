@@ -39,8 +39,8 @@ constexpr int kCombineThreads = 128;
 // dimension), so every record decoded and key tile loaded serves 16 kGroups
 // heads (one group for H <= 16, two for H <= 32, four beyond). Each group has
 // 8 warps (4 with four groups), each scoring 8 (16) keys and accumulating 64
-// (128) output dims: 8 or 16 warps per block. Measured on the H200, these
-// beat 4 warps per group (one or two groups) and 2 or 8 (four groups).
+// (128) output dims: 8 or 16 warps per block (the alternatives timed:
+// docs/kernel_history.md).
 template <int kGroups>
 struct BlockShape {
   static constexpr int kHeads = 16 * kGroups;
@@ -76,10 +76,10 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // record once per 16-64 heads into a bf16 tile that all its warps read. The
 // split-dims kernel decodes it once per 32 heads straight into its warps'
 // registers: less shared-memory traffic and no decode phase apart, but a longer
-// chain per tile. On the H200 it is the faster one for the NVFP4 records (whose
-// codec decodes to bf16 directly) up to 32 heads once there are enough rows to
-// fill the GPU; at few rows and beyond 32 heads the shared-tile kernel is
-// (bench/results/h200-*-flashmla.txt).
+// chain per tile. It is the faster one for the NVFP4 records (whose codec
+// decodes to bf16 directly) up to 32 heads once there are enough rows to fill
+// the GPU; at few rows and beyond 32 heads the shared-tile kernel is
+// (docs/attention.md).
 enum class DecodeKernel { kSharedTile, kSplitDims };
 
 // The codecs with a direct bf16 decode (the NVFP4 records); only they
@@ -272,10 +272,8 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
   float acc[kDimTiles][4] = {};
   __syncthreads();
 
-  // A tile's slots are loaded while the previous tile is computed. (Keeping
-  // the next tile's records in flight too measured slower on the H200: in a
-  // second key buffer, fewer blocks fit an SM; in registers, the 512-thread
-  // blocks spill.)
+  // A tile's slots are loaded while the previous tile is computed (the
+  // tile's records are not prefetched: docs/kernel_history.md).
   for (std::int64_t tile = begin; tile < end; tile += kTileTokens) {
     const unsigned valid = issue_tile_records<Codec, Shape::kDecodeTokens>(p, sh.keys, next_slot, warp, lane);
     next_slot = tile_slot<Shape::kDecodeTokens>(p, row, tile + kTileTokens, end, warp, lane);

@@ -16,14 +16,8 @@ namespace {
 
 // Four warps (tokens) per block: an SM frees a block's slot only when all its
 // warps are done, and smaller blocks waste less of it on the block's last
-// warp. Measured on the H200 against eight warps, one build (fraction of the
-// copy at 1,048,576 / 65,536 contiguous tokens): 432 0.91 -> 0.96 / 0.84 ->
-// 0.87, 368 0.81 -> 0.84 / 0.71 -> 0.73, 352 0.84 -> 0.87 / 0.74 -> 0.79,
-// bf16 0.96 -> 0.97; decode launches of 8-256 tokens spread over more SMs
-// (bf16 at 8 tokens 1.30x -> 1.22x the copy). Two warps measured the same,
-// one warp per block worse (an SM holds at most 32 blocks). Two tokens per
-// warp with all loads issued first measured mixed (432 0.91 -> 0.96,
-// fp8_ds_mla 0.91 -> 0.86, 352 0.84 -> 0.78: more registers, spills).
+// warp; decode launches of a few tokens spread over more SMs. (The layouts
+// timed against it: docs/kernel_history.md.)
 constexpr int kWarpsPerBlock = 4;
 
 // Lane l's 16 latent values are bytes [32l, 32l + 32) of the row: two 16-byte
@@ -59,30 +53,11 @@ __device__ __forceinline__ std::uint32_t load_lane(const std::uint8_t* kv_c_row,
 
 // Records whose lanes write whole aligned runs (the 16-bit copies, one E4M3
 // code per value) are stored from registers: no staging round trip, which
-// shortens a decode step's single-token launch (bf16: 1.31x -> 1.20x the
-// copy's time). The others write scattered bytes and scale fields, which cost
-// more as global stores than the staging (measured on the H200: the 432-byte
-// writer 0.81 -> 0.74 of the copy); in small launches, storing them in place
-// too measured mixed, within the runs' spread (368 at 1 token 1.67x -> 1.59x,
-// at 8 tokens 1.68x -> 1.75x). (A persistent grid whose warps load the next
-// token while encoding one measured slower for every format: bf16 0.96 ->
-// 0.85, fp8_ds_mla 0.90 -> 0.66 at 1,048,576 tokens; so did a plain
-// grid-stride loop over one or two waves of four-warp blocks: bf16 0.94 ->
-// 0.82, 368 0.85 -> 0.82, fp8_ds_mla 1.00 -> 0.92; and so did persistent
-// warps that prefetch the next one or two tokens' inputs into shared memory
-// with cp.async: 0.54-0.85 of the copy against 0.68-1.02 for the formats
-// staged here, at 65,536 and 1,048,576 tokens.)
-//
-// A decode step's launch is one warp's chain per token. Two wider layouts
-// were timed on the H200 (CUDA-graph replay, same run) and not kept. A token
-// over 128 threads, four latent values each (group amaxes by shuffles, the
-// fp8_ds_mla tile amax one warp reduction), its RoPE on a fifth warp,
-// records stored in place: 368 at 2 / 8 / 64 / 256 / 1,024 tokens 1.36 /
-// 1.40 / 1.62 / 1.67 / 1.92 us -> 1.20 / 1.26 / 1.51 / 1.64 / 2.24 us (the
-// copy: 0.85 / 1.08 / 1.14 / 1.18 / 1.37 us), fp8_ds_mla at one token 1.29
-// -> 1.20 us (copy 0.86): about a tenth less below 256 tokens, more above,
-// and still 1.4x the copy where the target is 1.25x. A latent warp beside a
-// RoPE warp, the record staged in shared memory: slower (368: 1.36 -> 1.44 us).
+// shortens a decode step's single-token launch. The others write scattered
+// bytes and scale fields, which cost more as global stores than the staging.
+// One warp per token, one launch per token range: persistent and grid-stride
+// grids and wider per-token layouts were timed slower or mixed
+// (docs/kernel_history.md).
 template <class Codec>
 constexpr bool kStoreInPlace = requires {
   Codec::kElementDtype;
@@ -91,16 +66,11 @@ constexpr bool kStoreInPlace = requires {
 
 // Warps an SM must hold at once, as blocks (the launch bounds' second
 // argument). The writers wait mostly on their loads (ncu: long scoreboard),
-// so warps in flight count: at 39-40 registers the NVFP4 writers fit 48
-// warps; capped for 56 they ran 0.81 -> 0.92 (432), 0.77 -> 0.84 (368) and
-// 0.72 -> 0.75 (352) of the copy at 1,048,576 tokens (H200, eight-warp
-// blocks), but a decode step's launch, one short wave whose time is one
-// warp's chain, slows (368: 1.58x -> 1.81x the copy) under the tighter
-// register budget. So launches of many tokens take the capped variant, small
-// ones the other. The cap slows fp8_ds_mla (0.82 -> 0.76, it spills), so all
-// others ask for the 48 warps they fit anyway (asking for fewer lets ptxas
-// spend up to 51 registers on them); capped, the pts writer spills 48 bytes
-// and runs 0.70 -> 0.54 of the copy (1,048,576 tokens, four-warp blocks).
+// so warps in flight count: launches of many tokens take a variant capped for
+// 56 warps, small ones (one short wave whose time is one warp's chain) the
+// uncapped one, which a tighter register budget would slow. fp8_ds_mla and
+// pts spill under the cap, so they and the 16-bit formats ask for the 48
+// warps they fit anyway. (Measurements: docs/kernel_history.md.)
 constexpr int kFitBlocksPerSm = 48 / kWarpsPerBlock;
 constexpr int kManyTokensBlocksPerSm = 56 / kWarpsPerBlock;
 constexpr std::int64_t kManyTokens = 16384;  // well past one wave of 132 SMs x 48 warps
