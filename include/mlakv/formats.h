@@ -2,6 +2,7 @@
 // The registry of record formats (docs/ABI.md): ids, sizes, fields, alignment.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,12 +23,42 @@ enum class Format {
   kNvfp4Fp8DsMla,         ///< "nvfp4_fp8_ds_mla", 352 B
 };
 
-/// A byte range of a record and what it holds.
+/// How a page (the bytes of one block of block_size tokens) holds its tokens.
+enum class PageKind {
+  kTokenMajor,   ///< one record per token, side by side: [block_size][record_bytes]
+  kBlockPlanar,  ///< the data rows of all its tokens, then their scale rows, then padding
+};
+
+/// The page layout of a format. A token-major page is block_size records
+/// (record = data row); a block-planar page is [block_size x data_row_bytes]
+/// [block_size x scale_row_bytes], padded to a multiple of page_multiple.
+struct PageLayout {
+  PageKind kind;
+  int data_row_bytes;   ///< a token's record (token-major) or data row (block-planar)
+  int scale_row_bytes;  ///< a token's scale row; 0 for token-major pages
+  int page_multiple;    ///< a block-planar page's size is a multiple of this; 1 for token-major
+};
+
+/// The values of one token a format stores: kv_c holds nope_dims values, k_pe rope_dims.
+struct TokenGeometry {
+  int nope_dims;         ///< 512 (the latent) for the V3 family, 448 for DeepSeek V4
+  int rope_dims;         ///< 64
+  bool v_includes_rope;  ///< attention's V is kv_c ++ k_pe (DeepSeek V4), not kv_c alone
+};
+
+/// The region of a page a field lives in.
+inline constexpr int kDataRegion = 0;   ///< the token's record, or its data row
+inline constexpr int kScaleRegion = 1;  ///< the token's scale row (block-planar pages)
+
+/// A byte range of a token's row and what it holds.
 struct FieldInfo {
   std::string_view name;      ///< e.g. "latent_codes"
-  int offset;                 ///< first byte
+  int offset;                 ///< first byte, within the token's row of `region`
   int bytes;                  ///< length
   std::string_view contents;  ///< e.g. "packed E2M1, 32 groups of 16"
+  int region = kDataRegion;   ///< kDataRegion or kScaleRegion
+  std::string_view element;   ///< element type: "E4M3", "E2M1x2", "UE8M0", "f32", "bf16", "fp16", "raw16", "zero"
+  int group = 0;              ///< values sharing one scale (codes) or covered by one scale (scales); 0: none
 };
 
 /// A name an engine gives a format's cache (its kv_cache_dtype string). One
@@ -46,13 +77,25 @@ struct FormatInfo {
   int cache_alignment;                       ///< required alignment of the cache base and outer strides
   std::string_view layout;                   ///< one-line summary
   std::string_view source;                   ///< where the layout comes from
-  std::span<const FieldInfo> fields;         ///< in offset order, covering every byte
+  std::span<const FieldInfo> fields;         ///< by region, in offset order, covering every byte of both rows
   std::span<const EngineName> engine_names;  ///< the engines' kv_cache_dtype strings for this record
+  TokenGeometry geometry;                    ///< the values of a token
+  PageLayout page;                           ///< how a page holds its tokens
 };
 
 /// All formats, in the order of docs/ABI.md.
 std::span<const FormatInfo> formats() noexcept;
 const FormatInfo& format_info(Format format) noexcept;
+/// Bytes of one page of `block_size` tokens, padding included (the smallest
+/// block stride a cache of this format can have).
+std::int64_t page_bytes(const FormatInfo& info, std::int64_t block_size);
+/// The one address rule: the byte of `field` of token `token` (0 <=
+/// token < block_size) counted from the first byte of its page.
+/// `slot_stride` is the bytes between token-major records (0: record_bytes);
+/// block-planar rows are packed and ignore it. Writers, readers, inspect and
+/// capacity place every byte by this rule.
+std::int64_t field_offset(const FormatInfo& info, const FieldInfo& field, std::int64_t block_size, std::int64_t token,
+                          std::int64_t slot_stride = 0);
 /// Looks up an ABI id; throws mlakv::Error (kValue) listing the accepted ids.
 Format parse_format(std::string_view id);
 /// The accepted ids joined by ", ".

@@ -45,7 +45,10 @@ _ROPE_DIM = 64
 
 
 def formats() -> list[dict[str, Any]]:
-    """The record formats of ABI.md: id, record_bytes, cache_alignment, layout, source, fields, engine_names."""
+    """The formats of ABI.md: id, record_bytes, cache_alignment, layout, source, fields, engine_names,
+    geometry (nope_dims, rope_dims, v_includes_rope) and page (kind "token_major" or "block_planar",
+    data_row_bytes, scale_row_bytes, page_multiple); each field has region ("data" or "scale"),
+    element and group besides name, offset, bytes and contents."""
     return _mlakv.formats()
 
 

@@ -151,6 +151,9 @@ nb::list py_formats() {
       field["offset"] = f.offset;
       field["bytes"] = f.bytes;
       field["contents"] = std::string(f.contents);
+      field["region"] = f.region == kDataRegion ? "data" : "scale";
+      field["element"] = std::string(f.element);
+      field["group"] = f.group;
       fields.append(field);
     }
     nb::dict entry;
@@ -160,6 +163,17 @@ nb::list py_formats() {
     entry["layout"] = std::string(info.layout);
     entry["source"] = std::string(info.source);
     entry["fields"] = fields;
+    nb::dict geometry;
+    geometry["nope_dims"] = info.geometry.nope_dims;
+    geometry["rope_dims"] = info.geometry.rope_dims;
+    geometry["v_includes_rope"] = info.geometry.v_includes_rope;
+    entry["geometry"] = geometry;
+    nb::dict page;
+    page["kind"] = info.page.kind == PageKind::kTokenMajor ? "token_major" : "block_planar";
+    page["data_row_bytes"] = info.page.data_row_bytes;
+    page["scale_row_bytes"] = info.page.scale_row_bytes;
+    page["page_multiple"] = info.page.page_multiple;
+    entry["page"] = page;
     nb::list names;
     for (const EngineName& n : info.engine_names) {
       nb::dict name;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "api/rules.h"
+#include "format/page.h"
 #include "format/specs.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -201,7 +202,9 @@ const std::int64_t* check_slots(const Check& check, std::string_view name, const
   return static_cast<const std::int64_t*>(v.data);
 }
 
-// [num_blocks, block_size, record_bytes] uint8 with non-overlapping records.
+// [num_blocks, block_size, record_bytes] uint8 with non-overlapping records;
+// for a block-planar format, the engines' view of packed pages: slot stride
+// record_bytes, block stride at least block_size * record_bytes (the padded page).
 kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
                                  bool require_alignment) {
   constexpr std::string_view kName = "kv_cache";
@@ -216,6 +219,13 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
                 "stride " + str(v.strides[2]));
   const std::int64_t num_blocks = v.shape[0];
   const std::int64_t block_size = v.shape[1];
+  const bool planar = info.page.kind == PageKind::kBlockPlanar;
+  if (planar) {
+    check.require(block_size == 1 || v.strides[1] == info.record_bytes, ErrorCode::kLayout, kName,
+                  "slot stride must be " + str(info.record_bytes) +
+                      " (a block-planar page: its rows are packed, region after region)",
+                  str(v.strides[1]));
+  }
   check.require(block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, kName,
                 "slot stride must be >= " + str(info.record_bytes) + " (records must not overlap)", str(v.strides[1]));
   // Slots are int64 and so are byte offsets: the capacity and the last record's
@@ -239,12 +249,17 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
     const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % info.cache_alignment);
     check.require(base == 0, ErrorCode::kAlignment, kName, "base must be " + str(align) + "-byte aligned",
                   "address % " + str(align) + " = " + str(base));
-    check.require(v.strides[0] % align == 0 && v.strides[1] % align == 0, ErrorCode::kAlignment, kName,
-                  "block and slot strides must be multiples of " + str(align) + " bytes",
+    // A block-planar page's slot stride is nominal: its rows start 16-byte aligned whatever it is.
+    check.require(v.strides[0] % align == 0 && (planar || v.strides[1] % align == 0), ErrorCode::kAlignment, kName,
+                  planar ? "block stride must be a multiple of " + str(align) + " bytes"
+                         : "block and slot strides must be multiples of " + str(align) + " bytes",
                   "(" + str(v.strides[0]) + ", " + str(v.strides[1]) + ")");
   }
+  const format::PageRows rows =
+      format::page_rows(planar ? format::PageKind::kBlockPlanar : format::PageKind::kTokenMajor, block_size,
+                        v.strides[1], info.page.data_row_bytes, info.page.scale_row_bytes);
   return kernels::make_cache_layout(static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0],
-                                    v.strides[1]);
+                                    v.strides[1], &rows);
 }
 
 // k_scale: a 1-element float32 ((1,) or 0-d) on the CPU (read and checked now)

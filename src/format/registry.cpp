@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "format/page.h"
 #include "format/specs.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
@@ -12,52 +13,61 @@ namespace {
 
 using namespace format;
 
-constexpr FieldInfo field(std::string_view name, Field f, std::string_view contents) {
-  return FieldInfo{name, f.offset, f.bytes, contents};
+constexpr FieldInfo field(std::string_view name, Field f, std::string_view contents, std::string_view element,
+                          int group = 0) {
+  return FieldInfo{name, f.offset, f.bytes, contents, f.region, element, group};
 }
 
+// Every format before DeepSeek V4: 512 latent + 64 RoPE values, V = the latent.
+constexpr TokenGeometry kLatent512{kLatentDim, kRopeDim, false};
+constexpr PageLayout token_major(int record_bytes) { return {mlakv::PageKind::kTokenMajor, record_bytes, 0, 1}; }
+
 constexpr FieldInfo kBf16Fields[] = {
-    field("latent", FormatBf16::kLatent, "kv_c, 512 x bf16"),
-    field("rope", FormatBf16::kRope, "k_pe, 64 x bf16"),
+    field("latent", FormatBf16::kLatent, "kv_c, 512 x bf16", "bf16"),
+    field("rope", FormatBf16::kRope, "k_pe, 64 x bf16", "bf16"),
 };
 constexpr FieldInfo kFp16Fields[] = {
-    field("latent", FormatFp16::kLatent, "kv_c, 512 x fp16"),
-    field("rope", FormatFp16::kRope, "k_pe, 64 x fp16"),
+    field("latent", FormatFp16::kLatent, "kv_c, 512 x fp16", "fp16"),
+    field("rope", FormatFp16::kRope, "k_pe, 64 x fp16", "fp16"),
 };
 constexpr FieldInfo kFp8E4m3Fields[] = {
-    field("latent", FormatFp8E4m3::kLatent, "E4M3(kv_c / k_scale)"),
-    field("rope", FormatFp8E4m3::kRope, "E4M3(k_pe / k_scale)"),
+    field("latent", FormatFp8E4m3::kLatent, "E4M3(kv_c / k_scale)", "E4M3"),
+    field("rope", FormatFp8E4m3::kRope, "E4M3(k_pe / k_scale)", "E4M3"),
 };
 constexpr FieldInfo kFp8DsMlaFields[] = {
-    field("latent", FormatFp8DsMla::kLatent, "E4M3(x / ts), 4 tiles of 128"),
-    field("tile_scales", FormatFp8DsMla::kTileScales, "4 x f32 ts = max(amax / 448, FLT_MIN)"),
-    field("rope", FormatFp8DsMla::kRope, "k_pe, 64 raw 16-bit inputs"),
+    field("latent", FormatFp8DsMla::kLatent, "E4M3(x / ts), 4 tiles of 128", "E4M3", kFp8TileSize),
+    field("tile_scales", FormatFp8DsMla::kTileScales, "4 x f32 ts = max(amax / 448, FLT_MIN)", "f32", kFp8TileSize),
+    field("rope", FormatFp8DsMla::kRope, "k_pe, 64 raw 16-bit inputs", "raw16"),
 };
 constexpr FieldInfo kNvfp4DsMlaFields[] = {
-    field("latent_codes", FormatNvfp4DsMla::kCodes, "packed E2M1, 32 groups of 16"),
-    field("group_scales", FormatNvfp4DsMla::kGroupScales, "32 x E4M3(amax / 6)"),
-    field("pad", FormatNvfp4DsMla::kPad, "zero"),
-    field("rope", FormatNvfp4DsMla::kRope, "k_pe, 64 x bf16"),
+    field("latent_codes", FormatNvfp4DsMla::kCodes, "packed E2M1, 32 groups of 16", "E2M1x2", kNvfp4GroupSize),
+    field("group_scales", FormatNvfp4DsMla::kGroupScales, "32 x E4M3(amax / 6)", "E4M3", kNvfp4GroupSize),
+    field("pad", FormatNvfp4DsMla::kPad, "zero", "zero"),
+    field("rope", FormatNvfp4DsMla::kRope, "k_pe, 64 x bf16", "bf16"),
 };
 constexpr FieldInfo kNvfp4DsMlaFp8RopeFields[] = {
-    field("latent_codes", FormatNvfp4DsMlaFp8Rope::kCodes, "packed E2M1, 32 groups of 16"),
-    field("group_scales", FormatNvfp4DsMlaFp8Rope::kGroupScales, "32 x E4M3(amax / 6)"),
-    field("rope_scale", FormatNvfp4DsMlaFp8Rope::kRopeScale, "f32 rs = rope_amax / 448"),
-    field("pad", FormatNvfp4DsMlaFp8Rope::kPad, "zero"),
-    field("rope", FormatNvfp4DsMlaFp8Rope::kRope, "64 x E4M3(k_pe / rs)"),
+    field("latent_codes", FormatNvfp4DsMlaFp8Rope::kCodes, "packed E2M1, 32 groups of 16", "E2M1x2", kNvfp4GroupSize),
+    field("group_scales", FormatNvfp4DsMlaFp8Rope::kGroupScales, "32 x E4M3(amax / 6)", "E4M3", kNvfp4GroupSize),
+    field("rope_scale", FormatNvfp4DsMlaFp8Rope::kRopeScale, "f32 rs = rope_amax / 448", "f32", kRopeDim),
+    field("pad", FormatNvfp4DsMlaFp8Rope::kPad, "zero", "zero"),
+    field("rope", FormatNvfp4DsMlaFp8Rope::kRope, "64 x E4M3(k_pe / rs)", "E4M3", kRopeDim),
 };
 constexpr FieldInfo kNvfp4DsMlaFp8RopePtsFields[] = {
-    field("latent_codes", FormatNvfp4DsMlaFp8RopePts::kCodes, "packed E2M1 of x / st, 32 groups of 16"),
-    field("group_scales", FormatNvfp4DsMlaFp8RopePts::kGroupScales, "32 x E4M3((amax / st) / 6)"),
-    field("rope_scale", FormatNvfp4DsMlaFp8RopePts::kRopeScale, "f32 rs = rope_amax / 448"),
-    field("token_scale", FormatNvfp4DsMlaFp8RopePts::kTokenScale, "f32 st = token_amax / 2688"),
-    field("pad", FormatNvfp4DsMlaFp8RopePts::kPad, "zero"),
-    field("rope", FormatNvfp4DsMlaFp8RopePts::kRope, "64 x E4M3(k_pe / rs)"),
+    field("latent_codes", FormatNvfp4DsMlaFp8RopePts::kCodes, "packed E2M1 of x / st, 32 groups of 16", "E2M1x2",
+          kNvfp4GroupSize),
+    field("group_scales", FormatNvfp4DsMlaFp8RopePts::kGroupScales, "32 x E4M3((amax / st) / 6)", "E4M3",
+          kNvfp4GroupSize),
+    field("rope_scale", FormatNvfp4DsMlaFp8RopePts::kRopeScale, "f32 rs = rope_amax / 448", "f32", kRopeDim),
+    field("token_scale", FormatNvfp4DsMlaFp8RopePts::kTokenScale, "f32 st = token_amax / 2688", "f32", kLatentDim),
+    field("pad", FormatNvfp4DsMlaFp8RopePts::kPad, "zero", "zero"),
+    field("rope", FormatNvfp4DsMlaFp8RopePts::kRope, "64 x E4M3(k_pe / rs)", "E4M3", kRopeDim),
 };
 constexpr FieldInfo kNvfp4Fp8DsMlaFields[] = {
-    field("latent_codes", FormatNvfp4Fp8DsMla::kCodes, "packed E2M1 of x * RN(1/s), 32 groups of 16"),
-    field("rope", FormatNvfp4Fp8DsMla::kRope, "64 x E4M3(k_pe), unscaled"),
-    field("group_scales", FormatNvfp4Fp8DsMla::kGroupScales, "32 x E4M3 max(amax/6, 2^-9) rounded up, permuted"),
+    field("latent_codes", FormatNvfp4Fp8DsMla::kCodes, "packed E2M1 of x * RN(1/s), 32 groups of 16", "E2M1x2",
+          kNvfp4GroupSize),
+    field("rope", FormatNvfp4Fp8DsMla::kRope, "64 x E4M3(k_pe), unscaled", "E4M3"),
+    field("group_scales", FormatNvfp4Fp8DsMla::kGroupScales, "32 x E4M3 max(amax/6, 2^-9) rounded up, permuted", "E4M3",
+          kNvfp4GroupSize),
 };
 
 constexpr EngineName kBf16Names[] = {{"auto", "vLLM, bf16 model"}};
@@ -72,25 +82,28 @@ constexpr EngineName kNvfp4Fp8DsMlaNames[] = {{"nvfp4_ds_mla", "upstream vLLM"}}
 
 const std::array<FormatInfo, 8> kFormats = {{
     {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
-     "vLLM auto cache, bf16 model", kBf16Fields, kBf16Names},
+     "vLLM auto cache, bf16 model", kBf16Fields, kBf16Names, kLatent512, token_major(FormatBf16::kRecordBytes)},
     {Format::kFp16, "fp16", FormatFp16::kRecordBytes, kCacheAlignment, "fp16 kv_c | fp16 k_pe",
-     "vLLM auto cache, fp16 model", kFp16Fields, kFp16Names},
+     "vLLM auto cache, fp16 model", kFp16Fields, kFp16Names, kLatent512, token_major(FormatFp16::kRecordBytes)},
     {Format::kFp8E4m3, "fp8_e4m3", FormatFp8E4m3::kRecordBytes, kCacheAlignment,
-     "E4M3 kv_c | E4M3 k_pe, per-tensor k_scale", "vLLM fp8 / fp8_e4m3", kFp8E4m3Fields, kFp8E4m3Names},
+     "E4M3 kv_c | E4M3 k_pe, per-tensor k_scale", "vLLM fp8 / fp8_e4m3", kFp8E4m3Fields, kFp8E4m3Names, kLatent512,
+     token_major(FormatFp8E4m3::kRecordBytes)},
     {Format::kFp8DsMla, "fp8_ds_mla", FormatFp8DsMla::kRecordBytes, kCacheAlignment,
      "E4M3 kv_c in 4 tiles | 4 f32 tile scales | raw 16-bit k_pe", "vLLM / FlashMLA (DeepSeek V3.2)", kFp8DsMlaFields,
-     kFp8DsMlaNames},
+     kFp8DsMlaNames, kLatent512, token_major(FormatFp8DsMla::kRecordBytes)},
     {Format::kNvfp4DsMla, "nvfp4_ds_mla", FormatNvfp4DsMla::kRecordBytes, kCacheAlignment,
-     "NVFP4 kv_c (static) | pad | bf16 k_pe", "b12x stock record (KV_FP8_ROPE=0)", kNvfp4DsMlaFields, kNvfp4DsMlaNames},
+     "NVFP4 kv_c (static) | pad | bf16 k_pe", "b12x stock record (KV_FP8_ROPE=0)", kNvfp4DsMlaFields, kNvfp4DsMlaNames,
+     kLatent512, token_major(FormatNvfp4DsMla::kRecordBytes)},
     {Format::kNvfp4DsMlaFp8Rope, "nvfp4_ds_mla_fp8_rope", FormatNvfp4DsMlaFp8Rope::kRecordBytes, kCacheAlignment,
      "NVFP4 kv_c (static) | f32 rope scale | pad | E4M3 k_pe", "b12x compact record (KV_FP8_ROPE=1)",
-     kNvfp4DsMlaFp8RopeFields, kNvfp4DsMlaFp8RopeNames},
+     kNvfp4DsMlaFp8RopeFields, kNvfp4DsMlaFp8RopeNames, kLatent512, token_major(FormatNvfp4DsMlaFp8Rope::kRecordBytes)},
     {Format::kNvfp4DsMlaFp8RopePts, "nvfp4_ds_mla_fp8_rope_pts", FormatNvfp4DsMlaFp8RopePts::kRecordBytes,
      kCacheAlignment, "NVFP4 kv_c (per-token scale) | f32 rope scale | f32 token scale | pad | E4M3 k_pe",
-     "b12x per-token-scale variant", kNvfp4DsMlaFp8RopePtsFields, kNvfp4DsMlaFp8RopePtsNames},
+     "b12x per-token-scale variant", kNvfp4DsMlaFp8RopePtsFields, kNvfp4DsMlaFp8RopePtsNames, kLatent512,
+     token_major(FormatNvfp4DsMlaFp8RopePts::kRecordBytes)},
     {Format::kNvfp4Fp8DsMla, "nvfp4_fp8_ds_mla", FormatNvfp4Fp8DsMla::kRecordBytes, kCacheAlignment,
      "NVFP4 kv_c | E4M3 k_pe | permuted group scales", "upstream vLLM nvfp4_ds_mla (352 B)", kNvfp4Fp8DsMlaFields,
-     kNvfp4Fp8DsMlaNames},
+     kNvfp4Fp8DsMlaNames, kLatent512, token_major(FormatNvfp4Fp8DsMla::kRecordBytes)},
 }};
 
 }  // namespace
@@ -98,6 +111,26 @@ const std::array<FormatInfo, 8> kFormats = {{
 std::span<const FormatInfo> formats() noexcept { return kFormats; }
 
 const FormatInfo& format_info(Format format) noexcept { return kFormats[static_cast<std::size_t>(format)]; }
+
+namespace {
+
+format::PageKind spec_kind(mlakv::PageKind kind) {
+  return kind == mlakv::PageKind::kTokenMajor ? format::PageKind::kTokenMajor : format::PageKind::kBlockPlanar;
+}
+
+}  // namespace
+
+std::int64_t page_bytes(const FormatInfo& info, std::int64_t block_size) {
+  return format::page_bytes(spec_kind(info.page.kind), block_size, info.record_bytes, info.page.page_multiple);
+}
+
+std::int64_t field_offset(const FormatInfo& info, const FieldInfo& field, std::int64_t block_size, std::int64_t token,
+                          std::int64_t slot_stride) {
+  const format::PageRows rows =
+      format::page_rows(spec_kind(info.page.kind), block_size, slot_stride > 0 ? slot_stride : info.record_bytes,
+                        info.page.data_row_bytes, info.page.scale_row_bytes);
+  return format::page_offset(rows, token, field.region, field.offset);
+}
 
 std::string format_ids() {
   std::string ids;

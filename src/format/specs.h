@@ -19,21 +19,40 @@ inline constexpr int kCacheAlignment = 16;
 /// Input rows (kv_c, k_pe) must start on this boundary.
 inline constexpr int kInputRowAlignment = 4;
 
+/// How a page (the bytes of one block of block_size tokens) holds its tokens.
+enum class PageKind {
+  /// One record per token, the records side by side (every format up to the 352).
+  kTokenMajor,
+  /// Regions: the data rows of all the page's tokens, then their scale rows,
+  /// then padding up to a multiple of the format's page multiple (DeepSeek V4).
+  kBlockPlanar,
+};
+
+/// The region of a page a field lives in: a token's record or data row, or its scale row.
+inline constexpr int kDataRegion = 0;
+inline constexpr int kScaleRegion = 1;
+
 struct Field {
-  int offset;
+  int offset;  // within the token's row of `region`
   int bytes;
+  int region = kDataRegion;
   [[nodiscard]] constexpr int end() const { return offset + bytes; }
 };
 
-// Fields must follow each other with no gap or overlap and end at the record end.
+// The fields of each region must follow each other with no gap or overlap and
+// end at that region's row end (a token-major record has one region).
+template <int kN>
+constexpr bool tiles_rows(const Field (&fields)[kN], int data_row_bytes, int scale_row_bytes = 0) {
+  int next[2] = {0, 0};
+  for (const Field& f : fields) {
+    if (f.region < 0 || f.region > 1 || f.offset != next[f.region] || f.bytes <= 0) return false;
+    next[f.region] = f.end();
+  }
+  return next[kDataRegion] == data_row_bytes && next[kScaleRegion] == scale_row_bytes;
+}
 template <int kRecordBytes, int kN>
 constexpr bool tiles_record(const Field (&fields)[kN]) {
-  int next = 0;
-  for (const Field& f : fields) {
-    if (f.offset != next || f.bytes <= 0) return false;
-    next = f.end();
-  }
-  return next == kRecordBytes;
+  return tiles_rows(fields, kRecordBytes);
 }
 
 // The NVFP4 latent shared by the 432, 368 and 368-pts records (the 352 record
@@ -109,6 +128,37 @@ struct FormatNvfp4Fp8DsMla {
   /// The byte holding the scale of group g (latent [16g, 16g + 16)).
   static constexpr int group_scale_offset(int g) { return kGroupScales.offset + 8 * (g & 3) + (g >> 2); }
 };
+
+// DeepSeek V4's sparse FP8 page (FlashMLA MODEL1 / V4_FP8Sparse, vLLM
+// fp8_ds_mla for V4, SGLang's DSV4 default): 448 NoPE + 64 RoPE values per
+// token, V = the whole 512. Per page: block_size data rows [448 E4M3 | 64
+// bf16], then block_size scale rows [7 UE8M0 | 1 zero], then padding to a
+// multiple of 576 bytes.
+struct FormatDsv4Fp8Sparse {
+  static constexpr PageKind kPage = PageKind::kBlockPlanar;
+  static constexpr int kNopeDims = 448;
+  static constexpr int kRopeDims = 64;
+  static constexpr bool kVIncludesRope = true;
+  static constexpr int kTileSize = 64;  // NoPE values per UE8M0 scale
+  static constexpr int kTiles = kNopeDims / kTileSize;
+  static constexpr Field kNope{0, kNopeDims};                        // E4M3(x / 2^e)
+  static constexpr Field kRope{kNope.end(), kRopeDims * 2};          // bf16
+  static constexpr Field kScales{0, kTiles, kScaleRegion};           // UE8M0: e + 127
+  static constexpr Field kScalePad{kScales.end(), 1, kScaleRegion};  // zero
+  static constexpr Field kFields[] = {kNope, kRope, kScales, kScalePad};
+  static constexpr int kDataRowBytes = kRope.end();
+  static constexpr int kScaleRowBytes = kScalePad.end();
+  static constexpr int kRecordBytes = kDataRowBytes + kScaleRowBytes;  // bytes per token
+  static constexpr int kPageMultiple = 576;
+  /// The amax floor of vLLM's writer, applied before the division by 448.
+  static constexpr float kAmaxFloor = 1e-4f;
+};
+static_assert(FormatDsv4Fp8Sparse::kRecordBytes == 584 && FormatDsv4Fp8Sparse::kDataRowBytes == 576);
+static_assert(FormatDsv4Fp8Sparse::kNopeDims + FormatDsv4Fp8Sparse::kRopeDims == kLatentDim);
+static_assert(tiles_rows(FormatDsv4Fp8Sparse::kFields, FormatDsv4Fp8Sparse::kDataRowBytes,
+                         FormatDsv4Fp8Sparse::kScaleRowBytes));
+static_assert(FormatDsv4Fp8Sparse::kDataRowBytes % kCacheAlignment == 0,
+              "the scale region of every page starts 16-byte aligned");
 
 // Every group's scale byte is its own byte of the scale field: a permutation.
 constexpr bool permutes_group_scales() {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "codec/token.h"
+#include "format/page.h"
 #include "mlakv/formats.h"
 
 namespace mlakv::kernels {
@@ -41,8 +42,9 @@ struct BlockDivider {
   }
 };
 
-/// The paged cache: record of flat slot s at
-/// data + (s / block_size) * stride_block + (s % block_size) * stride_slot.
+/// The paged cache: flat slot s is token s % block_size of page s / block_size,
+/// which starts at data + page * stride_block; format::page_offset places the
+/// token's rows in its page (token-major: the record at token * stride_slot).
 struct CacheLayout {
   std::uint8_t* data;
   std::int64_t block_size;
@@ -50,25 +52,47 @@ struct CacheLayout {
   std::int64_t stride_block;
   std::int64_t stride_slot;
   BlockDivider block_divider;  // by block_size, used while capacity <= 2^32
+  format::PageRows rows;       // the token rows of a page (token-major: records stride_slot apart)
 };
 
+/// A token-major cache (`rows` omitted), or one whose pages hold `rows`.
 inline CacheLayout make_cache_layout(std::uint8_t* data, std::int64_t block_size, std::int64_t capacity,
-                                     std::int64_t stride_block, std::int64_t stride_slot) {
+                                     std::int64_t stride_block, std::int64_t stride_slot,
+                                     const format::PageRows* rows = nullptr) {
   const BlockDivider divider =
       capacity <= 0xFFFFFFFFll ? BlockDivider(static_cast<std::uint32_t>(block_size)) : BlockDivider();
-  return {data, block_size, capacity, stride_block, stride_slot, divider};
+  return {data,
+          block_size,
+          capacity,
+          stride_block,
+          stride_slot,
+          divider,
+          rows != nullptr ? *rows : format::PageRows{stride_slot, 0, 0}};
 }
 
-/// Address of a record; `slot` must be in [0, capacity).
-MLAKV_HD std::uint8_t* record_address(const CacheLayout& cache, std::int64_t slot) {
+/// The page of a slot and the slot's token in it; `slot` must be in [0, capacity).
+struct PagePosition {
+  std::int64_t page;
+  std::int64_t token;
+};
+
+MLAKV_HD PagePosition page_position(const CacheLayout& cache, std::int64_t slot) {
   if (cache.capacity <= 0xFFFFFFFFll) {
     const auto s = static_cast<std::uint32_t>(slot);
     const std::uint32_t block = cache.block_divider.quotient(s);
-    const std::uint32_t position = s - block * cache.block_divider.divisor;
-    return cache.data + static_cast<std::int64_t>(block) * cache.stride_block +
-           static_cast<std::int64_t>(position) * cache.stride_slot;
+    return {static_cast<std::int64_t>(block), static_cast<std::int64_t>(s - block * cache.block_divider.divisor)};
   }
-  return cache.data + (slot / cache.block_size) * cache.stride_block + (slot % cache.block_size) * cache.stride_slot;
+  return {slot / cache.block_size, slot % cache.block_size};
+}
+
+/// Address of byte `offset` of the token's row in `region` (format::page_offset).
+MLAKV_HD std::uint8_t* field_address(const CacheLayout& cache, PagePosition at, int region, int offset) {
+  return cache.data + at.page * cache.stride_block + format::page_offset(cache.rows, at.token, region, offset);
+}
+
+/// Address of a token-major record, or of a block-planar token's data row.
+MLAKV_HD std::uint8_t* record_address(const CacheLayout& cache, std::int64_t slot) {
+  return field_address(cache, page_position(cache, slot), format::kDataRegion, 0);
 }
 
 MLAKV_HD bool slot_in_range(const CacheLayout& cache, std::int64_t slot) { return slot >= 0 && slot < cache.capacity; }

@@ -34,15 +34,56 @@ TEST(format_registry, ids_and_record_sizes_match_abi) {
   }
 }
 
-TEST(format_registry, fields_cover_every_record_byte_in_order) {
+TEST(format_registry, fields_cover_every_byte_of_both_rows_in_order) {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
-    int next = 0;
+    int next[2] = {0, 0};
     for (const mlakv::FieldInfo& f : info.fields) {
-      EXPECT_EQ(f.offset, next) << info.id << "." << f.name;
-      next = f.offset + f.bytes;
+      ASSERT_TRUE(f.region == mlakv::kDataRegion || f.region == mlakv::kScaleRegion) << info.id << "." << f.name;
+      EXPECT_EQ(f.offset, next[f.region]) << info.id << "." << f.name;
+      EXPECT_FALSE(f.element.empty()) << info.id << "." << f.name;
+      next[f.region] = f.offset + f.bytes;
     }
-    EXPECT_EQ(next, info.record_bytes) << info.id;
+    EXPECT_EQ(next[mlakv::kDataRegion], info.page.data_row_bytes) << info.id;
+    EXPECT_EQ(next[mlakv::kScaleRegion], info.page.scale_row_bytes) << info.id;
+    EXPECT_EQ(info.page.data_row_bytes + info.page.scale_row_bytes, info.record_bytes) << info.id;
   }
+}
+
+TEST(format_registry, v3_family_is_token_major_with_512_latent_and_64_rope_values) {
+  for (const mlakv::FormatInfo& info : mlakv::formats()) {
+    if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;
+    EXPECT_EQ(info.geometry.nope_dims, 512) << info.id;
+    EXPECT_EQ(info.geometry.rope_dims, 64) << info.id;
+    EXPECT_FALSE(info.geometry.v_includes_rope) << info.id;
+    EXPECT_EQ(info.page.scale_row_bytes, 0) << info.id;
+    EXPECT_EQ(mlakv::page_bytes(info, 64), 64 * info.record_bytes) << info.id;
+  }
+  EXPECT_EQ(mlakv::format_info(Format::kFp8DsMla).page.kind, mlakv::PageKind::kTokenMajor);
+}
+
+TEST(format_registry, token_major_field_offset_is_token_times_slot_stride_plus_offset) {
+  for (const mlakv::FormatInfo& info : mlakv::formats()) {
+    if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;
+    for (const mlakv::FieldInfo& f : info.fields) {
+      EXPECT_EQ(mlakv::field_offset(info, f, 64, 0), f.offset) << info.id << "." << f.name;
+      EXPECT_EQ(mlakv::field_offset(info, f, 64, 5), 5 * info.record_bytes + f.offset) << info.id << "." << f.name;
+      EXPECT_EQ(mlakv::field_offset(info, f, 64, 5, info.record_bytes + 48), 5 * (info.record_bytes + 48) + f.offset)
+          << info.id << "." << f.name;
+    }
+  }
+}
+
+TEST(format_registry, element_types_and_groups_name_each_scale_and_its_coverage) {
+  const auto& fp8 = mlakv::format_info(Format::kFp8DsMla);
+  EXPECT_EQ(fp8.fields[0].element, "E4M3");
+  EXPECT_EQ(fp8.fields[1].element, "f32");
+  EXPECT_EQ(fp8.fields[1].group, 128);
+  EXPECT_EQ(fp8.fields[2].element, "raw16");
+  const auto& nvfp4 = mlakv::format_info(Format::kNvfp4Fp8DsMla);
+  EXPECT_EQ(nvfp4.fields[0].element, "E2M1x2");
+  EXPECT_EQ(nvfp4.fields[0].group, 16);
+  EXPECT_EQ(nvfp4.fields[2].element, "E4M3");
+  EXPECT_EQ(nvfp4.fields[2].group, 16);
 }
 
 TEST(format_registry, compact_record_keeps_stock_offsets) {

@@ -7,10 +7,14 @@ std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers) {
   const auto bf16_bytes = static_cast<double>(format_info(Format::kBf16).record_bytes);
   std::vector<Capacity> out;
   for (const FormatInfo& info : formats()) {
-    const std::int64_t per_token = static_cast<std::int64_t>(layers) * info.record_bytes;
-    const std::uint64_t tokens = kv_memory / static_cast<std::uint64_t>(per_token);
-    out.push_back(
-        {info.format, info.record_bytes, per_token, tokens, tokens / kSequenceTokens, bf16_bytes / info.record_bytes});
+    // Whole pages: a token-major page is any number of records, a block-planar
+    // one holds kPlanarBlockSize tokens and its padding.
+    const std::int64_t block = info.page.kind == PageKind::kTokenMajor ? 1 : kPlanarBlockSize;
+    const std::int64_t page = static_cast<std::int64_t>(layers) * page_bytes(info, block);
+    const std::uint64_t tokens = kv_memory / static_cast<std::uint64_t>(page) * static_cast<std::uint64_t>(block);
+    const std::int64_t per_token = page / block;  // exact for token-major pages; rounded down when padded
+    out.push_back({info.format, info.record_bytes, per_token, tokens, tokens / kSequenceTokens,
+                   bf16_bytes * static_cast<double>(block * layers) / static_cast<double>(page)});
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `mlakv formats`: the registry as a table with each format's engine names;
-// --fields adds each record's byte map.
+// --fields adds each format's token geometry, page layout and byte map.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -22,6 +22,17 @@ std::string engine_names(const FormatInfo& info) {
   return text.empty() ? "-" : text;
 }
 
+// "token-major: block_size x 656 B records" or the regions of a block-planar page.
+std::string page_layout(const FormatInfo& info) {
+  if (info.page.kind == PageKind::kTokenMajor) {
+    return fmt::format("token-major: block_size x {} B records", info.page.data_row_bytes);
+  }
+  return fmt::format(
+      "block-planar: block_size x {} B data rows, then block_size x {} B scale rows, padded to a multiple of {} B "
+      "(64 tokens: {} B)",
+      info.page.data_row_bytes, info.page.scale_row_bytes, info.page.page_multiple, page_bytes(info, 64));
+}
+
 void print_formats(bool fields) {
   // Columns as wide as their longest entry, so no row shifts the ones after it.
   std::size_t id_width = 6;
@@ -36,8 +47,12 @@ void print_formats(bool fields) {
                info.source);
     fmt::print("    engine names: {}\n", engine_names(info));
     if (!fields) continue;
+    fmt::print("    token: {} NoPE + {} RoPE values, V = {}\n", info.geometry.nope_dims, info.geometry.rope_dims,
+               info.geometry.v_includes_rope ? "NoPE ++ RoPE" : "NoPE");
+    fmt::print("    page: {}\n", page_layout(info));
     for (const FieldInfo& f : info.fields) {
-      fmt::print("    [{:>4}, {:>4})  {:<14} {}\n", f.offset, f.offset + f.bytes, f.name, f.contents);
+      fmt::print("    {:<6} [{:>4}, {:>4})  {:<14} {:<6} {}\n", f.region == kDataRegion ? "data" : "scale", f.offset,
+                 f.offset + f.bytes, f.name, f.element, f.contents);
     }
   }
 }
@@ -47,7 +62,7 @@ void print_formats(bool fields) {
 void add_formats_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("formats", "List the record formats: id, bytes, layout, engine names");
   auto fields = std::make_shared<bool>(false);
-  cmd->add_flag("--fields", *fields, "Also print every field's byte range");
+  cmd->add_flag("--fields", *fields, "Also print each format's token geometry, page layout and fields");
   cmd->callback([fields] { print_formats(*fields); });
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// `mlakv inspect`: decodes one record of a raw cache dump and prints its
-// fields: the tool to reach for when two engines disagree about bytes.
+// `mlakv inspect`: decodes one token of a raw cache dump and prints its
+// fields, each found by the registry's field_offset in the token's page: the
+// tool to reach for when two engines disagree about bytes.
 #include <cuda_fp8.h>
 #include <fmt/core.h>
 
@@ -50,12 +51,15 @@ std::string list(const std::vector<float>& values, int n) {
   return out;
 }
 
-// What a field holds, read as its contents say: f32 scales, E4M3 scales, zero padding, or bytes.
-void print_field(const FieldInfo& f, const std::uint8_t* record, int values) {
-  const std::uint8_t* bytes = record + f.offset;
+// What a field holds, read as its element type says: f32, E4M3 or UE8M0 scales, zero padding, or bytes.
+void print_field(const FieldInfo& f, const std::uint8_t* bytes, std::int64_t page_offset, int values) {
   const std::string name(f.name);
   std::string shown;
-  if (name == "pad") {
+  if (f.element == "UE8M0") {
+    std::vector<float> v(static_cast<std::size_t>(f.bytes));
+    for (int i = 0; i < f.bytes; ++i) v[i] = bytes[i] == 0xFF ? NAN : std::ldexp(1.0f, bytes[i] - 127);
+    shown = "UE8M0 " + list(v, values) + (f.bytes > values ? ", ..." : "");
+  } else if (f.element == "zero") {
     int nonzero = 0;
     for (int i = 0; i < f.bytes; ++i) nonzero += bytes[i] != 0;
     shown = nonzero == 0 ? "all zero (ok)" : fmt::format("NOT zero: {} of {} bytes set", nonzero, f.bytes);
@@ -70,7 +74,8 @@ void print_field(const FieldInfo& f, const std::uint8_t* record, int values) {
   } else {
     shown = hex(bytes, std::min(f.bytes, 16)) + (f.bytes > 16 ? " ..." : "");
   }
-  fmt::print("  [{:>4}, {:>4})  {:<14} {:<44} {}\n", f.offset, f.offset + f.bytes, f.name, f.contents, shown);
+  fmt::print("  {:>6} +[{:>4}, {:>4})  {:<14} {:<44} {}\n", page_offset, f.offset, f.offset + f.bytes, f.name,
+             f.contents, shown);
 }
 
 void run_inspect(const InspectOptions& o) {
@@ -93,7 +98,7 @@ void run_inspect(const InspectOptions& o) {
                      "{:.9g}), got {:.9g}",
                      std::numeric_limits<float>::min(), std::numeric_limits<float>::max() / 448.0f, o.scale));
   }
-  // Sizes in checked 64-bit arithmetic: a block of block_size records must fit the file.
+  // Sizes in checked 64-bit arithmetic: a page of block_size tokens must fit the file.
   const std::uint64_t file_bytes = regular_file_size("--cache", o.cache);
   std::int64_t block_bytes = 0;
   if (__builtin_mul_overflow(o.block_size, std::int64_t{info.record_bytes}, &block_bytes) ||
@@ -101,36 +106,46 @@ void run_inspect(const InspectOptions& o) {
     fail("--block-size", fmt::format("{} slots of {} bytes do not fit {} ({} bytes)", o.block_size, info.record_bytes,
                                      o.cache, file_bytes));
   }
+  block_bytes = page_bytes(info, o.block_size);  // >= block_size * record_bytes: padding of a block-planar page
   if (file_bytes % static_cast<std::uint64_t>(block_bytes) != 0) {
-    fail("--cache", fmt::format("{} is {} bytes, not a whole number of blocks of {} x {} bytes (a dense "
-                                "[num_blocks, block_size, {}] dump)",
-                                o.cache, file_bytes, o.block_size, info.record_bytes, info.record_bytes));
+    fail("--cache", fmt::format("{} is {} bytes, not a whole number of pages of {} bytes ({} tokens of {} bytes{}; "
+                                "a dense dump of whole pages)",
+                                o.cache, file_bytes, block_bytes, o.block_size, info.record_bytes,
+                                info.page.kind == PageKind::kBlockPlanar ? ", padded" : ""));
   }
   const auto num_blocks = static_cast<std::int64_t>(file_bytes / static_cast<std::uint64_t>(block_bytes));
   const std::int64_t capacity = num_blocks * o.block_size;  // <= file_bytes / record_bytes: no overflow
   if (o.slot < 0 || o.slot >= capacity) {
     fail("--slot", fmt::format("must be in [0, {}) for this cache, got {}", capacity, o.slot));
   }
-  const std::int64_t offset = o.slot * info.record_bytes;  // < file_bytes
-  // Only the record is read, whatever the dump's size.
-  std::string record_bytes = read_file_range("--cache", o.cache, static_cast<std::uint64_t>(offset),
-                                             static_cast<std::uint64_t>(info.record_bytes));
-  auto* record = reinterpret_cast<std::uint8_t*>(record_bytes.data());
-  fmt::print("{}: slot {} = block {}, position {}; record at byte {} of {}\n", info.id, o.slot, o.slot / o.block_size,
-             o.slot % o.block_size, offset, o.cache);
-  for (const FieldInfo& f : info.fields) print_field(f, record, o.values);
+  const std::int64_t block = o.slot / o.block_size;
+  const std::int64_t token = o.slot % o.block_size;
+  const std::int64_t offset = block * block_bytes;  // < file_bytes
+  // Only the token's page is read, whatever the dump's size.
+  std::string page_text =
+      read_file_range("--cache", o.cache, static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(block_bytes));
+  auto* page = reinterpret_cast<std::uint8_t*>(page_text.data());
+  fmt::print("{}: slot {} = block {}, position {}; page at byte {} of {}\n", info.id, o.slot, block, token, offset,
+             o.cache);
+  for (const FieldInfo& f : info.fields) {
+    const std::int64_t at = field_offset(info, f, o.block_size, token);
+    print_field(f, page + at, at, o.values);
+  }
 
-  // The decoded values, through the library's reader.
+  // The decoded values, through the library's reader on the page.
   float k_scale = o.scale;
   const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
   GatherOptions options;
   options.scale = &scale;
   options.rope_dtype = o.rope_dtype == "fp16" ? DType::kFloat16 : DType::kBFloat16;
-  std::int64_t slot = 0;
-  std::vector<float> kv(512), pe(64);
-  gather_records(format, make_view(record, DType::kUInt8, {1, 1, info.record_bytes}),
-                 make_view(&slot, DType::kInt64, {1}), make_view(kv.data(), DType::kFloat32, {1, 512}),
-                 make_view(pe.data(), DType::kFloat32, {1, 64}), options);
+  std::int64_t slot = token;
+  const int nope = info.geometry.nope_dims;
+  const int rope = info.geometry.rope_dims;
+  std::vector<float> kv(static_cast<std::size_t>(nope)), pe(static_cast<std::size_t>(rope));
+  TensorView cache = make_view(page, DType::kUInt8, {1, o.block_size, info.record_bytes});
+  cache.strides[0] = block_bytes;
+  gather_records(format, cache, make_view(&slot, DType::kInt64, {1}), make_view(kv.data(), DType::kFloat32, {1, nope}),
+                 make_view(pe.data(), DType::kFloat32, {1, rope}), options);
   const auto amax = [](const std::vector<float>& v) {
     float m = 0.0f;
     for (const float x : v) m = std::max(m, std::abs(x));
