@@ -21,6 +21,7 @@ enum class Format {
   kNvfp4DsMlaFp8Rope,     ///< "nvfp4_ds_mla_fp8_rope", 368 B
   kNvfp4DsMlaFp8RopePts,  ///< "nvfp4_ds_mla_fp8_rope_pts", 368 B
   kNvfp4Fp8DsMla,         ///< "nvfp4_fp8_ds_mla", 352 B
+  kFp8DsMlaV4,            ///< "fp8_ds_mla_v4", 584 B (DeepSeek V4, block-planar page)
 };
 
 /// How a page (the bytes of one block of block_size tokens) holds its tokens.
@@ -104,8 +105,9 @@ std::string format_ids();
 /// The one format an engine's cache holds. `kv_cache_dtype` is an engine's
 /// name (FormatInfo::engine_names: "auto", "fp8", "fp8_e4m3", "fp8_ds_mla",
 /// "nvfp4_ds_mla") or an mlakv format id, which names its format outright
-/// (the id "nvfp4_ds_mla", also an engine name, resolves as the engine name).
-/// Names are not unique: "nvfp4_ds_mla" is upstream vLLM's 352-byte record
+/// (the ids "fp8_ds_mla" and "nvfp4_ds_mla", also engine names, resolve as the
+/// engine names). Names are not unique: "fp8_ds_mla" is the 656-byte record
+/// (DeepSeek V3.2) and DeepSeek V4's 584-byte page; "nvfp4_ds_mla" is upstream vLLM's 352-byte record
 /// and the B12X backend's 432-byte one, or its 368-byte ones when `fp8_rope`
 /// (KV_FP8_ROPE=1) is on, the per-token-scale one with `per_token_scale` too
 /// (which only selects among the fp8_rope records); the switches apply only

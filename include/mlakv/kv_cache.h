@@ -18,7 +18,8 @@ namespace mlakv {
 /// the first byte is written; a violation throws mlakv::Error.
 ///
 /// kv_cache_dtype: "auto" (bf16 or fp16 record by input dtype), "fp8",
-/// "fp8_e4m3", "fp8_ds_mla", "nvfp4_ds_mla" (432 B), "nvfp4_fp8_ds_mla" (352 B).
+/// "fp8_e4m3", "fp8_ds_mla" (656 B; 584 B: DeepSeek V4's block-planar page,
+/// kv_c [T, 448]), "nvfp4_ds_mla" (432 B), "nvfp4_fp8_ds_mla" (352 B).
 /// scale: [1] float32 k_scale; required by "fp8"/"fp8_e4m3", ignored otherwise.
 void concat_and_cache_mla(const TensorView& kv_c,          // [>=T, 512] bf16 | fp16
                           const TensorView& k_pe,          // [>=T, 64] or [>=T, 1, 64], kv_c's dtype

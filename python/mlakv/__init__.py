@@ -42,6 +42,13 @@ __all__ = [
 
 _LATENT_DIM = 512
 _ROPE_DIM = 64
+# Each format's (NoPE, RoPE) widths: 512 + 64, or 448 + 64 for DeepSeek V4.
+_WIDTHS = {f["id"]: (f["geometry"]["nope_dims"], f["geometry"]["rope_dims"]) for f in _mlakv.formats()}
+
+
+def _widths(format: str) -> tuple[int, int]:
+    """kv_c's and k_pe's widths in ``format`` (an unknown id is refused by the native call)."""
+    return _WIDTHS.get(format, (_LATENT_DIM, _ROPE_DIM))
 
 
 def formats() -> list[dict[str, Any]]:
@@ -156,13 +163,14 @@ def gather_records(
     dtype = call.output_dtype("dtype", dtype)
     handle = stream_handle(call.stream("stream", stream), kv_cache)
     n = int(slots.shape[0]) if getattr(slots, "ndim", 0) >= 1 else 0
+    nope, rope = _widths(format)
     if out is None:
-        shapes = ((n, _LATENT_DIM), (n, _ROPE_DIM))
+        shapes = ((n, nope), (n, rope))
         kv_c = call.allocate("slots", lambda: empty(kv_cache, shapes[0], dtype), shapes[0], dtype)
         k_pe = call.allocate("slots", lambda: empty(kv_cache, shapes[1], dtype), shapes[1], dtype)
     else:
-        call.prefill_out("out", out, n, _LATENT_DIM + _ROPE_DIM)
-        kv_c, k_pe = out[:, :_LATENT_DIM], out[:, _LATENT_DIM:]
+        call.prefill_out("out", out, n, nope + rope)
+        kv_c, k_pe = out[:, :nope], out[:, nope:]
     kv_out, tag = output_array(kv_c)
     pe_out, _ = output_array(k_pe)
     _mlakv.gather_records(
@@ -209,7 +217,8 @@ def gather_records_paged(
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
     handle = stream_handle(call.stream("stream", stream), kv_cache)
-    width = _LATENT_DIM + _ROPE_DIM
+    nope, rope = _widths(format)
+    width = nope + rope
     if out is None:
         if num_rows is not None:
             rows = call.count("num_rows", num_rows)
@@ -223,8 +232,8 @@ def gather_records_paged(
         out = call.allocate("num_rows", lambda: empty(kv_cache, (rows, width), dtype), (rows, width), dtype)
     else:
         call.prefill_out("out", out, None, width)
-    kv_out, tag = output_array(out[:, :_LATENT_DIM])
-    pe_out, _ = output_array(out[:, _LATENT_DIM:])
+    kv_out, tag = output_array(out[:, :nope])
+    pe_out, _ = output_array(out[:, nope:])
     _mlakv.gather_records_paged(
         format,
         export_cache(kv_cache),

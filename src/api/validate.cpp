@@ -353,10 +353,12 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   // shape, layout, alignment of each tensor
   const std::int64_t* slots = check_slots(check, "slot_mapping", slot_mapping);
   const std::int64_t tokens = slot_mapping.shape[0];
-  check_rank(check, "kv_c", kv_c, 2, "(T, " + str(kLatentDim) + ")");
-  check_rank(check, "k_pe", k_pe, 2, "(T, " + str(kRopeDim) + ")");
-  const std::int64_t stride_kv_c = check_input_rows(check, "kv_c", kv_c, kLatentDim, tokens);
-  const std::int64_t stride_k_pe = check_input_rows(check, "k_pe", k_pe, kRopeDim, tokens);
+  const std::int64_t nope = info.geometry.nope_dims;  // 512 (the latent), 448 for DeepSeek V4
+  const std::int64_t rope = info.geometry.rope_dims;
+  check_rank(check, "kv_c", kv_c, 2, "(T, " + str(nope) + ")");
+  check_rank(check, "k_pe", k_pe, 2, "(T, " + str(rope) + ")");
+  const std::int64_t stride_kv_c = check_input_rows(check, "kv_c", kv_c, nope, tokens);
+  const std::int64_t stride_k_pe = check_input_rows(check, "k_pe", k_pe, rope, tokens);
   check_data(check, "kv_c", kv_c);
   check_data(check, "k_pe", k_pe);
   const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
@@ -390,16 +392,17 @@ struct Outputs {
   std::int64_t stride_k_pe;
 };
 
-// [rows, 512] and [rows, 64], both float32 or both bf16, innermost-contiguous, rows not overlapping.
-Outputs check_outputs(const Check& check, const TensorView& kv_c_out, const TensorView& k_pe_out, std::int64_t rows,
-                      std::string_view rows_name) {
+// [rows, 512] and [rows, 64] (the format's NoPE and RoPE widths), both float32 or both bf16, innermost-contiguous, rows
+// not overlapping.
+Outputs check_outputs(const Check& check, const FormatInfo& info, const TensorView& kv_c_out,
+                      const TensorView& k_pe_out, std::int64_t rows, std::string_view rows_name) {
   check.require(kv_c_out.dtype == DType::kFloat32 || kv_c_out.dtype == DType::kBFloat16, ErrorCode::kDtype, "kv_c_out",
                 "dtype must be float32 or bf16", dtype_name(kv_c_out.dtype));
   check.require(k_pe_out.dtype == kv_c_out.dtype, ErrorCode::kDtype, "k_pe_out",
                 std::string("dtype must match kv_c_out (") + dtype_name(kv_c_out.dtype) + ")",
                 dtype_name(k_pe_out.dtype));
   const Named views[2] = {{"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}};
-  const std::int64_t widths[2] = {kLatentDim, kRopeDim};
+  const std::int64_t widths[2] = {info.geometry.nope_dims, info.geometry.rope_dims};
   for (int i = 0; i < 2; ++i) {
     const TensorView& v = *views[i].view;
     const std::string_view name = views[i].name;
@@ -443,7 +446,7 @@ kernels::GatherParams validate_gather(const Check& check, Format format, const T
       check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
   const std::int64_t* slot_data = check_slots(check, "slots", slots);
   const std::int64_t rows = slots.shape[0];
-  const Outputs out = check_outputs(check, kv_c_out, k_pe_out, rows, "len(slots)");
+  const Outputs out = check_outputs(check, format_info(format), kv_c_out, k_pe_out, rows, "len(slots)");
   // CUDA reads records with 16-byte loads.
   const kernels::CacheLayout cache =
       check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
@@ -482,7 +485,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   source.cu_seq_lens = check_int32_vector(check, "cu_seq_lens", cu_seq_lens, batch + 1,
                                           "(B + 1,) with B = block_table rows = " + str(batch));
   const std::int64_t rows = kv_c_out.ndim >= 1 ? kv_c_out.shape[0] : 0;
-  const Outputs out = check_outputs(check, kv_c_out, k_pe_out, rows, "total rows");
+  const Outputs out = check_outputs(check, format_info(format), kv_c_out, k_pe_out, rows, "total rows");
   const kernels::CacheLayout cache =
       check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
   const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);

@@ -62,6 +62,13 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   const Device device =
       check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
+  // format: the decode reads the 512 + 64 geometry of token-major pages
+  const FormatInfo& info = format_info(format);
+  check.require(
+      info.page.kind == PageKind::kTokenMajor, ErrorCode::kUnsupported, "format",
+      "sparse_mla_decode reads token-major formats of 512 latent + 64 RoPE values; DeepSeek V4's block-planar "
+      "pages (448 + 64) are not supported yet",
+      std::string(info.id));
   // q
   check_dtype(check, "q", q, DType::kBFloat16);
   check_rank(check, "q", q, 3, "(R, H, " + str(kQueryDim) + ")");

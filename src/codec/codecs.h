@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "codec/fp8_ds_mla.h"
+#include "codec/fp8_ds_mla_v4.h"
 #include "codec/fp8_e4m3.h"
 #include "codec/nvfp4_ds_mla.h"
 #include "codec/nvfp4_ds_mla_fp8_rope.h"
@@ -21,7 +22,12 @@ struct Tag {
   using type = T;
 };
 
-/// Calls fn(Tag<Codec>{}) for the codec of `format`.
+/// Whether `format`'s pages are block-planar: its codec is reached through
+/// visit_page_codec, never visit_codec.
+inline bool is_block_planar(Format format) { return format_info(format).page.kind == PageKind::kBlockPlanar; }
+
+/// Calls fn(Tag<Codec>{}) for the codec of a token-major `format` (callers
+/// dispatch block-planar ones with visit_page_codec first).
 template <class Fn>
 decltype(auto) visit_codec(Format format, Fn&& fn) {
   switch (format) {
@@ -41,8 +47,16 @@ decltype(auto) visit_codec(Format format, Fn&& fn) {
       return fn(Tag<CodecNvfp4DsMlaFp8RopePts>{});
     case Format::kNvfp4Fp8DsMla:
       return fn(Tag<CodecNvfp4Fp8DsMla>{});
+    case Format::kFp8DsMlaV4:
+      break;  // block-planar: visit_page_codec
   }
-  return fn(Tag<CodecBf16>{});  // unreachable: every enumerator is handled above
+  return fn(Tag<CodecBf16>{});  // unreachable: every token-major enumerator is handled above
+}
+
+/// Calls fn(Tag<Codec>{}) for the codec of a block-planar `format`.
+template <class Fn>
+decltype(auto) visit_page_codec(Format /*format*/, Fn&& fn) {
+  return fn(Tag<CodecFp8DsMlaV4>{});  // the one block-planar format so far
 }
 
 /// Calls fn(std::integral_constant<InputDtype, D>{}) for a runtime input dtype.

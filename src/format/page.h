@@ -42,6 +42,7 @@ constexpr std::int64_t page_bytes(PageKind kind, std::int64_t block_size, std::i
 }
 
 static_assert(page_bytes(PageKind::kBlockPlanar, 64, 584, 576) == 37440, "65 x 576: FlashMLA's V4 page of 64 tokens");
-static_assert(page_offset(page_rows(PageKind::kBlockPlanar, 64, 584, 576, 8), 3, kScaleRegion, 6) == 64 * 576 + 3 * 8 + 6);
+static_assert(page_offset(page_rows(PageKind::kBlockPlanar, 64, 584, 576, 8), 3, kScaleRegion, 6) ==
+              64 * 576 + 3 * 8 + 6);
 
 }  // namespace mlakv::format

@@ -70,6 +70,18 @@ constexpr FieldInfo kNvfp4Fp8DsMlaFields[] = {
           kNvfp4GroupSize),
 };
 
+constexpr FieldInfo kFp8DsMlaV4Fields[] = {
+    field("nope", FormatDsv4Fp8Sparse::kNope, "448 x E4M3(x / 2^e), 7 tiles of 64", "E4M3",
+          FormatDsv4Fp8Sparse::kTileSize),
+    field("rope", FormatDsv4Fp8Sparse::kRope, "k_pe, 64 x bf16", "bf16"),
+    field("tile_scales", FormatDsv4Fp8Sparse::kScales, "7 x UE8M0 e + 127, 2^e >= max(amax, 1e-4) / 448", "UE8M0",
+          FormatDsv4Fp8Sparse::kTileSize),
+    field("scale_pad", FormatDsv4Fp8Sparse::kScalePad, "zero", "zero"),
+};
+// DeepSeek V4: 448 NoPE + 64 RoPE values, V = all 512.
+constexpr TokenGeometry kV4Geometry{FormatDsv4Fp8Sparse::kNopeDims, FormatDsv4Fp8Sparse::kRopeDims,
+                                    FormatDsv4Fp8Sparse::kVIncludesRope};
+
 constexpr EngineName kBf16Names[] = {{"auto", "vLLM, bf16 model"}};
 constexpr EngineName kFp16Names[] = {{"auto", "vLLM, fp16 model"}};
 constexpr EngineName kFp8E4m3Names[] = {{"fp8", "vLLM"}, {"fp8_e4m3", "vLLM"}};
@@ -79,8 +91,9 @@ constexpr EngineName kNvfp4DsMlaFp8RopeNames[] = {{"nvfp4_ds_mla", "B12X backend
 constexpr EngineName kNvfp4DsMlaFp8RopePtsNames[] = {
     {"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=1, per-token scale", true, true}};
 constexpr EngineName kNvfp4Fp8DsMlaNames[] = {{"nvfp4_ds_mla", "upstream vLLM"}};
+constexpr EngineName kFp8DsMlaV4Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA / SGLang, DeepSeek V4"}};
 
-const std::array<FormatInfo, 8> kFormats = {{
+const std::array<FormatInfo, 9> kFormats = {{
     {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
      "vLLM auto cache, bf16 model", kBf16Fields, kBf16Names, kLatent512, token_major(FormatBf16::kRecordBytes)},
     {Format::kFp16, "fp16", FormatFp16::kRecordBytes, kCacheAlignment, "fp16 kv_c | fp16 k_pe",
@@ -104,6 +117,11 @@ const std::array<FormatInfo, 8> kFormats = {{
     {Format::kNvfp4Fp8DsMla, "nvfp4_fp8_ds_mla", FormatNvfp4Fp8DsMla::kRecordBytes, kCacheAlignment,
      "NVFP4 kv_c | E4M3 k_pe | permuted group scales", "upstream vLLM nvfp4_ds_mla (352 B)", kNvfp4Fp8DsMlaFields,
      kNvfp4Fp8DsMlaNames, kLatent512, token_major(FormatNvfp4Fp8DsMla::kRecordBytes)},
+    {Format::kFp8DsMlaV4, "fp8_ds_mla_v4", FormatDsv4Fp8Sparse::kRecordBytes, kCacheAlignment,
+     "block-planar: [bs x (E4M3 NoPE | bf16 RoPE)] [bs x (7 UE8M0 | pad)] | pad to 576",
+     "DeepSeek V4 (FlashMLA V4, vLLM, SGLang)", kFp8DsMlaV4Fields, kFp8DsMlaV4Names, kV4Geometry,
+     PageLayout{mlakv::PageKind::kBlockPlanar, FormatDsv4Fp8Sparse::kDataRowBytes, FormatDsv4Fp8Sparse::kScaleRowBytes,
+                FormatDsv4Fp8Sparse::kPageMultiple}},
 }};
 
 }  // namespace

@@ -21,6 +21,7 @@ TEST(format_registry, ids_and_record_sizes_match_abi) {
       {"nvfp4_ds_mla_fp8_rope", 368},
       {"nvfp4_ds_mla_fp8_rope_pts", 368},
       {"nvfp4_fp8_ds_mla", 352},
+      {"fp8_ds_mla_v4", 584},
   };
   ASSERT_EQ(mlakv::formats().size(), std::size(expected));
   for (std::size_t i = 0; i < std::size(expected); ++i) {
@@ -47,6 +48,29 @@ TEST(format_registry, fields_cover_every_byte_of_both_rows_in_order) {
     EXPECT_EQ(next[mlakv::kScaleRegion], info.page.scale_row_bytes) << info.id;
     EXPECT_EQ(info.page.data_row_bytes + info.page.scale_row_bytes, info.record_bytes) << info.id;
   }
+}
+
+TEST(format_registry, v4_page_is_block_planar_with_448_nope_and_64_rope_values) {
+  const auto& v4 = mlakv::format_info(Format::kFp8DsMlaV4);
+  EXPECT_EQ(v4.page.kind, mlakv::PageKind::kBlockPlanar);
+  EXPECT_EQ(v4.geometry.nope_dims, 448);
+  EXPECT_EQ(v4.geometry.rope_dims, 64);
+  EXPECT_TRUE(v4.geometry.v_includes_rope);
+  EXPECT_EQ(v4.page.data_row_bytes, 576);
+  EXPECT_EQ(v4.page.scale_row_bytes, 8);
+  EXPECT_EQ(v4.page.page_multiple, 576);
+  // 64 tokens: 64 x 584 = 37376 B, padded to 65 x 576 = 37440 (FlashMLA's and vLLM's page).
+  EXPECT_EQ(mlakv::page_bytes(v4, 64), 37440);
+  EXPECT_EQ(mlakv::page_bytes(v4, 1), 1152);
+  // Field offsets: data rows first, then scale rows; token 5 of a 64-token page.
+  EXPECT_EQ(mlakv::field_offset(v4, v4.fields[0], 64, 5), 5 * 576);        // nope
+  EXPECT_EQ(mlakv::field_offset(v4, v4.fields[1], 64, 5), 5 * 576 + 448);  // rope
+  EXPECT_EQ(mlakv::field_offset(v4, v4.fields[2], 64, 5), 64 * 576 + 5 * 8);
+  EXPECT_EQ(mlakv::field_offset(v4, v4.fields[3], 64, 5), 64 * 576 + 5 * 8 + 7);
+  EXPECT_EQ(mlakv::field_offset(v4, v4.fields[3], 64, 5, 4096), 64 * 576 + 5 * 8 + 7);  // slot stride is nominal
+  EXPECT_EQ(v4.fields[2].element, "UE8M0");
+  EXPECT_EQ(v4.fields[2].group, 64);
+  EXPECT_EQ(v4.fields[2].region, mlakv::kScaleRegion);
 }
 
 TEST(format_registry, v3_family_is_token_major_with_512_latent_and_64_rope_values) {
@@ -104,7 +128,7 @@ TEST(format_registry, unknown_id_lists_accepted_ones) {
     EXPECT_EQ(e.code(), mlakv::ErrorCode::kValue);
     EXPECT_EQ(std::string(e.what()),
               "mlakv::parse_format: format: unknown id 'nvfp4', expected one of bf16, fp16, fp8_e4m3, fp8_ds_mla, "
-              "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla");
+              "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4");
   }
 }
 

@@ -40,9 +40,19 @@ TEST(resolve_format, engine_names_with_one_record_resolve_at_its_width) {
   EXPECT_EQ(resolve_format("fp8", 576), Format::kFp8E4m3);
   EXPECT_EQ(resolve_format("fp8_e4m3", 576), Format::kFp8E4m3);
   EXPECT_EQ(resolve_format("fp8_ds_mla", 656), Format::kFp8DsMla);
-  EXPECT_EQ(resolve_format("fp8_ds_mla", 0), Format::kFp8DsMla);
   // Switches apply only to names with compact variants.
   EXPECT_EQ(resolve_format("fp8_ds_mla", 656, true, true), Format::kFp8DsMla);
+}
+
+// vLLM's, FlashMLA's and SGLang's fp8_ds_mla is the 656-byte record for
+// DeepSeek V3.2 and the 584-byte block-planar page for DeepSeek V4.
+TEST(resolve_format, fp8_ds_mla_of_a_deepseek_v4_cache_is_the_584_byte_page) {
+  EXPECT_EQ(resolve_format("fp8_ds_mla", 584), Format::kFp8DsMlaV4);
+  EXPECT_EQ(resolve_format("fp8_ds_mla_v4", 0), Format::kFp8DsMlaV4);
+  EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 0); }),
+            "mlakv::resolve_format(fp8_ds_mla): kv_cache_dtype: names several records, the cache's record width "
+            "picks one of fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / FlashMLA / SGLang, "
+            "DeepSeek V4), got 'fp8_ds_mla' without a record width");
 }
 
 TEST(resolve_format, auto_follows_the_input_dtype) {
@@ -56,7 +66,10 @@ TEST(resolve_format, auto_follows_the_input_dtype) {
 
 TEST(resolve_format, every_mlakv_id_names_its_own_format_at_its_width) {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
-    if (info.id == "nvfp4_ds_mla") continue;  // also an engine name: the test above
+    if (info.id == "nvfp4_ds_mla" || info.id == "fp8_ds_mla") {  // also engine names: resolved as such
+      EXPECT_EQ(resolve_format(info.id, info.record_bytes), info.format) << info.id;
+      continue;
+    }
     EXPECT_EQ(resolve_format(info.id, info.record_bytes), info.format) << info.id;
     EXPECT_EQ(resolve_format(info.id, 0), info.format) << info.id;
   }
@@ -72,7 +85,7 @@ TEST(resolve_format, every_engine_name_of_the_registry_resolves_to_its_format) {
       ++names;
     }
   }
-  EXPECT_EQ(names, 9);
+  EXPECT_EQ(names, 10);
 }
 
 TEST(resolve_format, ambiguous_name_without_a_width_names_the_candidates) {
@@ -90,7 +103,9 @@ TEST(resolve_format, width_of_no_candidate_names_the_candidates) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 352, true); }),
             "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: must be 368 (nvfp4_ds_mla_fp8_rope), got 352");
   EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 576); }),
-            "mlakv::resolve_format(fp8_ds_mla): record_bytes: must be 656 (fp8_ds_mla), got 576");
+            "mlakv::resolve_format(fp8_ds_mla): record_bytes: record bytes must be those of one of the records "
+            "kv_cache_dtype 'fp8_ds_mla' names here: fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / "
+            "FlashMLA / SGLang, DeepSeek V4), got 576");
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_fp8_ds_mla", 432); }),
             "mlakv::resolve_format(nvfp4_fp8_ds_mla): record_bytes: must be 352 (nvfp4_fp8_ds_mla), got 432");
   EXPECT_EQ(error_of([] { resolve_format("fp8", -1); }),
@@ -101,7 +116,7 @@ TEST(resolve_format, unknown_name_lists_engine_names_and_format_ids) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4", 352); }),
             "mlakv::resolve_format(nvfp4): kv_cache_dtype: must be an engine name (auto, fp8, fp8_e4m3, fp8_ds_mla, "
             "nvfp4_ds_mla) or an mlakv format id (bf16, fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, "
-            "nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla), got 'nvfp4'");
+            "nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4), got 'nvfp4'");
 }
 
 }  // namespace

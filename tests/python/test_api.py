@@ -24,20 +24,60 @@ RECORD_BYTES = {
     "nvfp4_ds_mla_fp8_rope_pts": 368,
     "nvfp4_fp8_ds_mla": 352,
 }
+# DeepSeek V4's block-planar page (448 NoPE + 64 RoPE values): test_fp8_ds_mla_v4_* below.
+V4_RECORD_BYTES = {"fp8_ds_mla_v4": 584}
 
 
-def test_formats_lists_the_eight_abi_formats_with_fields():
+def test_formats_lists_the_abi_formats_with_fields_geometry_and_page():
     fmts = mlakv.formats()
-    assert {f["id"]: f["record_bytes"] for f in fmts} == RECORD_BYTES
+    assert {f["id"]: f["record_bytes"] for f in fmts} == RECORD_BYTES | V4_RECORD_BYTES
     for f in fmts:
         assert sum(field["bytes"] for field in f["fields"]) == f["record_bytes"]
         assert f["cache_alignment"] == 16
+        page = f["page"]
+        assert page["data_row_bytes"] + page["scale_row_bytes"] == f["record_bytes"]
+        if f["id"] in RECORD_BYTES:
+            assert page == {
+                "kind": "token_major",
+                "data_row_bytes": f["record_bytes"],
+                "scale_row_bytes": 0,
+                "page_multiple": 1,
+            }
+            assert f["geometry"] == {"nope_dims": 512, "rope_dims": 64, "v_includes_rope": False}
+            assert {field["region"] for field in f["fields"]} == {"data"}
+    v4 = next(f for f in fmts if f["id"] == "fp8_ds_mla_v4")
+    assert v4["page"] == {"kind": "block_planar", "data_row_bytes": 576, "scale_row_bytes": 8, "page_multiple": 576}
+    assert v4["geometry"] == {"nope_dims": 448, "rope_dims": 64, "v_includes_rope": True}
+    assert [(x["name"], x["region"], x["element"], x["group"]) for x in v4["fields"]] == [
+        ("nope", "data", "E4M3", 64),
+        ("rope", "data", "bf16", 0),
+        ("tile_scales", "scale", "UE8M0", 64),
+        ("scale_pad", "scale", "zero", 0),
+    ]
+
+
+def test_fp8_ds_mla_v4_round_trips_through_the_engines_view_of_a_page():
+    rng = np.random.default_rng(4)
+    row = rng.standard_normal((5, 512)).astype(BF16)  # an engine's [T, 512]: 448 NoPE + 64 RoPE
+    pages = np.zeros((3, 37440), np.uint8)  # 64-token pages, padded to 65 x 576
+    view = np.lib.stride_tricks.as_strided(pages, shape=(3, 64, 584), strides=(37440, 584, 1))
+    slots = np.array([0, 63, 64, 130, -1])
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], view, slots, "fp8_ds_mla")  # 584 B: the V4 page
+    assert not pages[:, 64 * 584 :].any()  # the page padding is never written
+    nope, rope = mlakv.gather_records("fp8_ds_mla_v4", view, slots)
+    assert nope.shape == (5, 448) and rope.shape == (5, 64)
+    np.testing.assert_array_equal(rope[:4], row[:4, 448:].astype(np.float32))
+    np.testing.assert_allclose(nope[:4], row[:4, :448].astype(np.float32), rtol=1 / 16, atol=2.0**-10)
+    assert not nope[4].any() and not rope[4].any()
+    assert mlakv.resolve_format("fp8_ds_mla", 584) == "fp8_ds_mla_v4"
 
 
 def test_capabilities_cover_every_format_on_the_cpu():
     caps = mlakv.capabilities()
     cpu = {c["format"] for c in caps if c["backend"] == "cpu" and c["writer"] and c["reader"]}
-    assert cpu == set(RECORD_BYTES)
+    assert cpu == set(RECORD_BYTES) | set(V4_RECORD_BYTES)
+    cuda = {c["format"] for c in caps if c["backend"] == "cuda"}
+    assert not cuda & set(V4_RECORD_BYTES)  # CUDA kernels: token-major pages only
 
 
 def test_version_is_a_string():

@@ -17,7 +17,7 @@ import mlakv
 
 EXE = shutil.which("mlakv")
 pytestmark = pytest.mark.skipif(EXE is None, reason="the mlakv command is not on the PATH")
-FORMATS = {f["id"]: f["record_bytes"] for f in mlakv.formats()}
+FORMATS = {f["id"]: f["record_bytes"] for f in mlakv.formats() if f["geometry"]["nope_dims"] == 512}  # V3-family models
 FAST = ["--tokens", "512", "--queries", "2", "--quiet"]
 
 
@@ -163,6 +163,29 @@ def test_mlakv_command_inspect_decodes_one_record(tmp_path):
     assert run(*inspect, "--block-size", "4", "--slot", "8", check=False).returncode == 2
 
 
+def test_mlakv_command_inspect_reads_a_token_of_a_block_planar_v4_page(tmp_path):
+    rng = np.random.default_rng(2)
+    row = rng.standard_normal((2, 512)).astype(ml_dtypes.bfloat16)
+    pages = np.zeros((2, 37440), np.uint8)  # 64-token pages padded to 65 x 576
+    view = np.lib.stride_tricks.as_strided(pages, shape=(2, 64, 584), strides=(37440, 584, 1))
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], view, np.array([5, 65]), "fp8_ds_mla")
+    pages.tofile(tmp_path / "cache.bin")
+    inspect = ["inspect", "--format", "fp8_ds_mla", "--record-bytes", "584", "--cache", str(tmp_path / "cache.bin")]
+    out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
+    assert "slot 65 = block 1, position 1; page at byte 37440" in out
+    assert f"{1 * 576} +[   0,  448)  nope" in out  # token 1's data row
+    assert f"{64 * 576 + 8} +[   0,    7)  tile_scales" in out  # its scale row, after all 64 data rows
+    assert "UE8M0" in out and "all zero (ok)" in out  # the scale pad
+    decoded_kv, _ = mlakv.gather_records("fp8_ds_mla_v4", view, [65])
+    line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
+    values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
+    np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
+    # A dump that is not whole padded pages is refused.
+    (tmp_path / "short.bin").write_bytes(bytes(64 * 584))
+    short = ["inspect", "--format", "fp8_ds_mla_v4", "--cache", str(tmp_path / "short.bin"), "--block-size", "64"]
+    one_line_exit_2(run(*short, "--slot", "0", check=False), "--cache", "37440")
+
+
 def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("mlakv: error: ") and len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -180,7 +203,8 @@ def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> None:
 )
 def test_mlakv_command_inspect_refuses_block_sizes_whose_bytes_overflow(tmp_path, format, block_size, slot):
     (tmp_path / "cache.bin").write_bytes(bytes(FORMATS[format] * 64))
-    args = ["--format", format, "--cache", str(tmp_path / "cache.bin"), "--block-size", str(block_size)]
+    args = ["--format", format, "--record-bytes", str(FORMATS[format])]  # fp8_ds_mla: 656 B, not DeepSeek V4's 584
+    args += ["--cache", str(tmp_path / "cache.bin"), "--block-size", str(block_size)]
     one_line_exit_2(run("inspect", *args, "--slot", str(slot), check=False), "--block-size")
 
 

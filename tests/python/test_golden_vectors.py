@@ -17,9 +17,11 @@ VECTORS = sorted((Path(__file__).parents[1] / "data" / "vectors").glob("*.json")
 ENGINE_DTYPE = {"bf16": "auto", "fp16": "auto"}
 
 
-def test_vectors_cover_every_format():
+def test_vectors_cover_every_token_major_format():
     covered = {json.loads(p.read_text())["format"] for p in VECTORS}
-    assert covered == {f["id"] for f in mlakv.formats()}
+    # DeepSeek V4's block-planar page has no independent vectors: its golden page is built by
+    # hand from the engines' facts in tests/cpp/fp8_ds_mla_v4_test.cpp.
+    assert covered == {f["id"] for f in mlakv.formats() if f["page"]["kind"] == "token_major"}
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])

@@ -28,7 +28,8 @@ VECTORS = Path(__file__).parents[1] / "data" / "vectors"
         ("fp8", 576, False, False, "fp8_e4m3"),
         ("fp8_e4m3", 576, False, False, "fp8_e4m3"),
         ("fp8_ds_mla", 656, False, False, "fp8_ds_mla"),
-        ("fp8_ds_mla", 0, True, True, "fp8_ds_mla"),
+        ("fp8_ds_mla", 656, True, True, "fp8_ds_mla"),
+        ("fp8_ds_mla", 584, False, False, "fp8_ds_mla_v4"),
     ],
 )
 def test_engine_names_resolve_by_width_and_switches(name, record_bytes, fp8_rope, per_token_scale, want):

@@ -3,10 +3,11 @@
 
 namespace mlakv::tool {
 
-std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers) {
+std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers, int nope_dims) {
   const auto bf16_bytes = static_cast<double>(format_info(Format::kBf16).record_bytes);
   std::vector<Capacity> out;
   for (const FormatInfo& info : formats()) {
+    if (info.geometry.nope_dims != nope_dims) continue;  // a format of another model geometry
     // Whole pages: a token-major page is any number of records, a block-planar
     // one holds kPlanarBlockSize tokens and its padding.
     const std::int64_t block = info.page.kind == PageKind::kTokenMajor ? 1 : kPlanarBlockSize;

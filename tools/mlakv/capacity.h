@@ -22,7 +22,8 @@ struct Capacity {
   double tokens_vs_bf16;         // tokens relative to the 1152-byte bf16 record
 };
 
-/// One entry per format of formats(), in registry order.
-std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers);
+/// One entry per format of formats() storing `nope_dims` NoPE values per token
+/// (512: the DeepSeek V3 family's latent; 448: DeepSeek V4), in registry order.
+std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers, int nope_dims = 512);
 
 }  // namespace mlakv::tool
