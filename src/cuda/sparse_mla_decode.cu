@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "codec/codecs.h"
+#include "cuda/attention_result.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/mma.cuh"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
@@ -31,7 +32,6 @@ constexpr int kKeyPitch = kKeyDim + 8;
 constexpr int kProbPitch = kTileTokens + 8;
 constexpr int kScorePitch = kTileTokens + 4;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kMaxSplits = 64;
 constexpr int kCombineThreads = 128;
 
@@ -142,19 +142,10 @@ SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads
   return {kernel, static_cast<int>(best_splits), static_cast<int>(best_per_split)};
 }
 
-__host__ __device__ std::int64_t lse_offset_bytes(std::int64_t splits, std::int64_t rows, std::int64_t heads) {
-  return splits * rows * heads * kValueDim * static_cast<std::int64_t>(sizeof(float));
-}
-
 std::int64_t plan_workspace_bytes(const SplitPlan& plan, std::int64_t rows, std::int64_t heads) {
   if (plan.splits <= 1) return 0;
   return lse_offset_bytes(plan.splits, rows, heads) +
          plan.splits * rows * heads * static_cast<std::int64_t>(sizeof(float));
-}
-
-__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
-  return static_cast<std::uint32_t>(codec::encode_bf16(lo)) |
-         (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
 }
 
 // A tile's keys in two steps:
@@ -391,30 +382,14 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
     const int h = 16 * head_group + group + 8 * half;
     const std::int64_t head = head0 + h;
     if (head >= p.heads) continue;
-    const float sum = sh.row_sum[h];
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const float lse = sum > 0.0f ? (sh.row_max[h] + log2f(sum)) * kLn2 : -INFINITY;
-    if constexpr (kPartial) {
-      const std::int64_t index = (static_cast<std::int64_t>(split) * p.rows + row) * p.heads + head;
-      auto* out = static_cast<float*>(p.workspace) + index * kValueDim + dim0;
+    const HeadTotals totals = finish_head(sh.row_sum[h], sh.row_max[h]);
+    const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
 #pragma unroll
-      for (int nt = 0; nt < kDimTiles; ++nt) {
-        *reinterpret_cast<float2*>(out + 8 * nt + pair) =
-            make_float2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
-      }
-      if (part == 0 && lane % 4 == 0) {
-        const std::int64_t lse_base = lse_offset_bytes(gridDim.y, p.rows, p.heads);
-        reinterpret_cast<float*>(static_cast<std::uint8_t*>(p.workspace) + lse_base)[index] = lse;
-      }
-    } else {
-      std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + dim0;
-#pragma unroll
-      for (int nt = 0; nt < kDimTiles; ++nt) {
-        *reinterpret_cast<std::uint32_t*>(out + 8 * nt + pair) =
-            pack_bf16x2(acc[nt][2 * half] * inv, acc[nt][2 * half + 1] * inv);
-      }
-      if (part == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = lse;
+    for (int nt = 0; nt < kDimTiles; ++nt) {
+      store.store_pair(dim0 + 8 * nt + pair, acc[nt][2 * half] * totals.inv_sum,
+                       acc[nt][2 * half + 1] * totals.inv_sum);
     }
+    if (part == 0 && lane % 4 == 0) *store.lse = totals.lse;
   }
 }
 

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "codec/codecs.h"
+#include "cuda/attention_result.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/warp.cuh"
 #include "kernels/attention_params.h"
@@ -94,11 +95,6 @@ __device__ __forceinline__ void issue_tile(const std::uint8_t* addresses, int ba
     for (int c = lane; c < kChunks; c += kWarpSize) copy_async16_or_zero(&records[first + t][16 * c], from + c, ok);
   }
   copy_async_commit();
-}
-
-__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
-  return static_cast<std::uint32_t>(codec::encode_bf16(lo)) |
-         (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
 }
 
 /// Entries are walked in units of 64 (the split plan's unit), two tiles each.
@@ -311,38 +307,18 @@ __global__ void __launch_bounds__(kThreads)
       const int h = 16 * hg + g + 8 * half;
       const std::int64_t head = head0 + h;
       if (head >= p.heads) continue;
-      const float sum = sh.row_sum[h];
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      const float lse = sum > 0.0f ? (sh.row_max[h] + log2f(sum)) * 0.6931471805599453f : -INFINITY;
+      const HeadTotals totals = finish_head(sh.row_sum[h], sh.row_max[h]);
+      const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
       // Accumulator columns 2c, 2c + 1 of n-tile (kb, b) are dims 4 kb + 2 b, + 1 of this lane's group.
-      if constexpr (kPartial) {
-        const std::int64_t index = (static_cast<std::int64_t>(split) * p.rows + row) * p.heads + head;
-        float* out = static_cast<float*>(p.workspace) + index * kValueDim + 16 * group;
 #pragma unroll
-        for (int kb = 0; kb < kLatentBlocks; ++kb) {
+      for (int kb = 0; kb < kLatentBlocks; ++kb) {
 #pragma unroll
-          for (int b = 0; b < 2; ++b) {
-            *reinterpret_cast<float2*>(out + 4 * kb + 2 * b) =
-                make_float2(acc[hg][kb][b][2 * half] * inv, acc[hg][kb][b][2 * half + 1] * inv);
-          }
+        for (int b = 0; b < 2; ++b) {
+          store.store_pair(16 * group + 4 * kb + 2 * b, acc[hg][kb][b][2 * half] * totals.inv_sum,
+                           acc[hg][kb][b][2 * half + 1] * totals.inv_sum);
         }
-        if (warp == 0 && c == 0) {
-          const std::int64_t lse_base = static_cast<std::int64_t>(gridDim.y) * p.rows * p.heads * kValueDim *
-                                        static_cast<std::int64_t>(sizeof(float));
-          reinterpret_cast<float*>(static_cast<std::uint8_t*>(p.workspace) + lse_base)[index] = lse;
-        }
-      } else {
-        std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + 16 * group;
-#pragma unroll
-        for (int kb = 0; kb < kLatentBlocks; ++kb) {
-#pragma unroll
-          for (int b = 0; b < 2; ++b) {
-            *reinterpret_cast<std::uint32_t*>(out + 4 * kb + 2 * b) =
-                pack_bf16x2(acc[hg][kb][b][2 * half] * inv, acc[hg][kb][b][2 * half + 1] * inv);
-          }
-        }
-        if (warp == 0 && c == 0) p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = lse;
       }
+      if (warp == 0 && c == 0) *store.lse = totals.lse;
     }
   }
 }

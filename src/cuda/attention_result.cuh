@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where the sparse decode kernels put one head's result: the normalized bf16
+// output row and its lse, or, for one split of a row, a float32 partial row
+// and its lse in the caller's workspace, which the merge kernel combines.
+// Workspace layout: partial rows [splits, R, H, 512] float32, then their lse
+// [splits, R, H] float32.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "codec/element.h"
+#include "kernels/attention_params.h"
+#include "mlakv/attention.h"
+
+namespace mlakv::cuda {
+
+/// Byte offset of the partial lse in the workspace.
+__host__ __device__ inline std::int64_t lse_offset_bytes(std::int64_t splits, std::int64_t rows, std::int64_t heads) {
+  return splits * rows * heads * kValueDim * static_cast<std::int64_t>(sizeof(float));
+}
+
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  return static_cast<std::uint32_t>(codec::encode_bf16(lo)) |
+         (static_cast<std::uint32_t>(codec::encode_bf16(hi)) << 16);
+}
+
+/// A head's online-softmax totals turned into its output scale and lse: a head
+/// that saw no valid entry (sum 0) gives zeros and -inf.
+struct HeadTotals {
+  float inv_sum;
+  float lse;  // natural log
+};
+
+__device__ __forceinline__ HeadTotals finish_head(float sum, float row_max_log2) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  if (!(sum > 0.0f)) return {0.0f, -INFINITY};
+  return {1.0f / sum, (row_max_log2 + log2f(sum)) * kLn2};
+}
+
+/// The destination of one (split, row, head): kPartial writes the workspace.
+template <bool kPartial>
+struct HeadStore {
+  void* out;   // the head's 512-wide row: bf16 in out, or float32 in the workspace
+  float* lse;  // where its lse goes
+
+  __device__ HeadStore(const kernels::SparseDecodeParams& p, std::int64_t splits, std::int64_t split, std::int64_t row,
+                       std::int64_t head) {
+    if constexpr (kPartial) {
+      const std::int64_t index = (split * p.rows + row) * p.heads + head;
+      out = static_cast<float*>(p.workspace) + index * kValueDim;
+      lse = reinterpret_cast<float*>(static_cast<std::uint8_t*>(p.workspace) +
+                                     lse_offset_bytes(splits, p.rows, p.heads)) +
+            index;
+    } else {
+      out = p.out + row * p.out_stride_row + head * p.out_stride_head;
+      lse = p.lse + row * p.lse_stride_row + head * p.lse_stride_head;
+    }
+  }
+
+  /// Output dims dim and dim + 1 (dim even).
+  __device__ __forceinline__ void store_pair(int dim, float a, float b) const {
+    if constexpr (kPartial) {
+      *reinterpret_cast<float2*>(static_cast<float*>(out) + dim) = make_float2(a, b);
+    } else {
+      *reinterpret_cast<std::uint32_t*>(static_cast<std::uint16_t*>(out) + dim) = pack_bf16x2(a, b);
+    }
+  }
+};
+
+}  // namespace mlakv::cuda
