@@ -28,7 +28,6 @@ std::vector<Capability> capabilities() {
   std::vector<Capability> caps;
   for (const FormatInfo& info : formats()) {
     caps.push_back(Capability{info.format, Backend::kCpu, "any", /*writer=*/true, /*reader=*/true});
-    if (info.page.kind != PageKind::kTokenMajor) continue;  // CUDA kernels: token-major pages only
     for (const std::string& arch : archs) {
       caps.push_back(Capability{info.format, Backend::kCuda, arch, /*writer=*/true, /*reader=*/true});
     }

@@ -8,7 +8,6 @@
 #include "api/dispatch.h"
 #include "api/resolve_format.h"
 #include "api/validate.h"
-#include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "mlakv/readers.h"
 #if MLAKV_WITH_CUDA
@@ -32,12 +31,6 @@ cudaError_t run_cuda(const kernels::GatherParams& params, StreamHandle stream) {
 // Runs validated params on the backend of the arrays' device; `items` = 0 is a no-op.
 template <class Params>
 void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device, StreamHandle stream) {
-  // Validated before any byte is written: this build's CUDA kernels read and write token-major pages only.
-  check.require(device.type == DeviceType::kCpu || !codec::is_block_planar(params.format), ErrorCode::kUnsupported,
-                "kv_cache",
-                "this build's CUDA writers and readers handle token-major formats only; pass CPU arrays for a "
-                "block-planar format",
-                std::string(format_info(params.format).id) + " on " + api::device_string(device));
   if (items == 0) return;
 #if MLAKV_WITH_CUDA
   api::run_on_device(

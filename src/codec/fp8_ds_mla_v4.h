@@ -71,27 +71,59 @@ struct CodecFp8DsMlaV4 {
     }
   }
 
-  /// Every byte of the token's data row and scale row.
+  /// The RoPE values of the data row and the scale row's zero pad.
   template <InputDtype kDtype>
-  MLAKV_HD static void encode_token(const std::uint16_t* nope, const std::uint16_t* rope, std::uint8_t* data_row,
-                                    std::uint8_t* scale_row) {
-    for (int tile = 0; tile < Spec::kTiles; ++tile) encode_tile<kDtype>(tile, nope, data_row, scale_row);
+  MLAKV_HD static void encode_rope(const std::uint16_t* rope, std::uint8_t* data_row, std::uint8_t* scale_row) {
     for (int i = 0; i < kRope; ++i) store_u16(data_row + Spec::kRope.offset + 2 * i, rope_bits<kDtype>(rope[i]));
     scale_row[Spec::kScalePad.offset] = 0;
   }
 
-  /// NoPE value i = decode_E4M3(code) * 2^(byte - 127) (exact); RoPE = its bf16.
-  MLAKV_HD static void decode_token(const std::uint8_t* data_row, const std::uint8_t* scale_row, float* nope,
-                                    float* rope) {
-    for (int tile = 0; tile < Spec::kTiles; ++tile) {
-      const float scale = scale_value(scale_row[Spec::kScales.offset + tile], /*for_encoding=*/false);
+  /// A token is kParts independent parts (the 7 tiles, then the RoPE and the
+  /// pad), each writing its own bytes: the CPU runs them in order, a CUDA
+  /// thread runs one.
+  static constexpr int kParts = Spec::kTiles + 1;
+
+  template <InputDtype kDtype>
+  MLAKV_HD static void encode_part(int part, const std::uint16_t* nope, const std::uint16_t* rope,
+                                   std::uint8_t* data_row, std::uint8_t* scale_row) {
+    if (part < Spec::kTiles) {
+      encode_tile<kDtype>(part, nope, data_row, scale_row);
+    } else {
+      encode_rope<kDtype>(rope, data_row, scale_row);
+    }
+  }
+
+  /// Every byte of the token's data row and scale row.
+  template <InputDtype kDtype>
+  MLAKV_HD static void encode_token(const std::uint16_t* nope, const std::uint16_t* rope, std::uint8_t* data_row,
+                                    std::uint8_t* scale_row) {
+    for (int part = 0; part < kParts; ++part) encode_part<kDtype>(part, nope, rope, data_row, scale_row);
+  }
+
+  /// Part `part` decoded into its 64 values: tile k's NoPE values [64k,
+  /// 64k + 64) as decode_E4M3(code) * 2^(byte - 127) (exact), or the 64 RoPE
+  /// values (bf16).
+  static constexpr int kPartValues = Spec::kTileSize;
+  static_assert(Spec::kTileSize == kRope, "a tile and the RoPE are both 64 values");
+
+  MLAKV_HD static void decode_part(int part, const std::uint8_t* data_row, const std::uint8_t* scale_row,
+                                   float* values) {
+    if (part < Spec::kTiles) {
+      const float scale = scale_value(scale_row[Spec::kScales.offset + part], /*for_encoding=*/false);
       for (int i = 0; i < Spec::kTileSize; ++i) {
-        const int v = tile * Spec::kTileSize + i;
-        nope[v] = decode_e4m3(data_row[Spec::kNope.offset + v]) * scale;
+        values[i] = decode_e4m3(data_row[Spec::kNope.offset + part * Spec::kTileSize + i]) * scale;
+      }
+    } else {
+      for (int i = 0; i < kRope; ++i) {
+        values[i] = load_input<InputDtype::kBf16>(load_u16(data_row + Spec::kRope.offset + 2 * i));
       }
     }
-    for (int i = 0; i < kRope; ++i) {
-      rope[i] = load_input<InputDtype::kBf16>(load_u16(data_row + Spec::kRope.offset + 2 * i));
+  }
+
+  MLAKV_HD static void decode_token(const std::uint8_t* data_row, const std::uint8_t* scale_row, float* nope,
+                                    float* rope) {
+    for (int part = 0; part < kParts; ++part) {
+      decode_part(part, data_row, scale_row, part < Spec::kTiles ? nope + part * Spec::kTileSize : rope);
     }
   }
 };

@@ -23,6 +23,9 @@ std::string built_architectures();
 /// Returns the launch error, if any (cudaSuccess otherwise).
 cudaError_t write_records(const kernels::WriteParams& params, cudaStream_t stream);
 cudaError_t gather_records(const kernels::GatherParams& params, cudaStream_t stream);
+/// The same for block-planar formats (write_records and gather_records forward to these).
+cudaError_t write_pages(const kernels::WriteParams& params, cudaStream_t stream);
+cudaError_t gather_pages(const kernels::GatherParams& params, cudaStream_t stream);
 
 /// Number of streaming multiprocessors of a device; cached per device.
 int multiprocessor_count(int device);

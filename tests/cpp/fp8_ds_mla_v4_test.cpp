@@ -3,6 +3,8 @@
 // page built by hand from the engines' facts, guard bytes around pages and
 // their padding, random slots across pages, the readers, the round-trip
 // properties of the UE8M0 scales, and the arguments the format refuses.
+#include "codec/fp8_ds_mla_v4.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "codec/fp8_ds_mla_v4.h"
 #include "test_support.h"
 
 namespace {
@@ -144,8 +145,8 @@ TEST(fp8_ds_mla_v4_writer, random_slots_across_pages_write_only_their_rows) {
     SCOPED_TRACE(mlakv::dtype_name(dtype));
     const std::vector<std::uint16_t> nope = random_inputs(tokens * kNope, dtype, 5, /*specials=*/true);
     const std::vector<std::uint16_t> rope = random_inputs(tokens * kRope, dtype, 6, /*specials=*/true);
-    mlakv::write_records(Format::kFp8DsMlaV4, mlakv::make_view(const_cast<std::uint16_t*>(nope.data()), dtype,
-                                                               {tokens, kNope}),
+    mlakv::write_records(Format::kFp8DsMlaV4,
+                         mlakv::make_view(const_cast<std::uint16_t*>(nope.data()), dtype, {tokens, kNope}),
                          mlakv::make_view(const_cast<std::uint16_t*>(rope.data()), dtype, {tokens, kRope}),
                          cache.view(kRecord), mlakv::make_view(slots.data(), DType::kInt64, {tokens}));
     const std::size_t base = cache.record_offset(0);
@@ -218,7 +219,7 @@ TEST(fp8_ds_mla_v4_reader, decodes_the_hand_built_page_and_zeros_unaddressed_slo
   EXPECT_EQ(nope[320], 56.0f);  // 57 stored as 224 x 2^-2
   EXPECT_EQ(nope[384], 2.0f);
   EXPECT_TRUE(std::isnan(nope[385]));
-  EXPECT_EQ(rope[1], std::ldexp(1.0f + 3.0f / 128.0f, 0));  // 0x3F83: 1 + 3 x 2^-7
+  EXPECT_EQ(rope[1], std::ldexp(1.0f + 3.0f / 128.0f, 0));                // 0x3F83: 1 + 3 x 2^-7
   for (int i = kNope; i < 3 * kNope; ++i) ASSERT_EQ(nope[i], 0.0f) << i;  // slot -1 and the never-written slot 8
   for (int i = kRope; i < 3 * kRope; ++i) ASSERT_EQ(rope[i], 0.0f) << i;
 
@@ -302,8 +303,7 @@ TEST(fp8_ds_mla_v4_validation, kv_c_must_be_448_wide) {
   EXPECT_EQ(error_of([&] {
               mlakv::write_records(Format::kFp8DsMlaV4, mlakv::make_view(nope.data(), DType::kBFloat16, {2, 512}),
                                    mlakv::make_view(rope.data(), DType::kBFloat16, {2, kRope}),
-                                   page_view(page.data(), 1, 64, 37440),
-                                   mlakv::make_view(slots, DType::kInt64, {2}));
+                                   page_view(page.data(), 1, 64, 37440), mlakv::make_view(slots, DType::kInt64, {2}));
             }),
             "mlakv::write_records(fp8_ds_mla_v4): kv_c: shape must be (T, 448), got (2, 512)");
 }

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA writer and reader of block-planar pages (DeepSeek V4): one thread per
+// (token, part) over the same codec as the CPU reference; a part (a tile of
+// NoPE values, or the RoPE and the pad) writes or reads only its own bytes,
+// which format::page_offset places in the token's data row and scale row.
+#include <cuda_runtime.h>
+
+#include "codec/codecs.h"
+#include "cuda/cuda_backend.h"
+
+namespace mlakv::cuda {
+namespace {
+
+constexpr int kThreadsPerBlock = 256;
+
+template <class Codec, codec::InputDtype kDtype>
+__global__ void encode_pages_kernel(const kernels::WriteParams p) {
+  const std::int64_t job = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t token = job / Codec::kParts;
+  if (token >= p.num_tokens) return;
+  const std::int64_t slot = p.slot_mapping[token];
+  if (!kernels::slot_in_range(p.cache, slot)) return;
+  const kernels::PagePosition at = kernels::page_position(p.cache, slot);
+  // Rows are 4-byte aligned (validated): read as 16-bit values.
+  const auto* nope = reinterpret_cast<const std::uint16_t*>(p.kv_c + token * p.stride_kv_c);
+  const auto* rope = reinterpret_cast<const std::uint16_t*>(p.k_pe + token * p.stride_k_pe);
+  Codec::template encode_part<kDtype>(static_cast<int>(job % Codec::kParts), nope, rope,
+                                      kernels::field_address(p.cache, at, format::kDataRegion, 0),
+                                      kernels::field_address(p.cache, at, format::kScaleRegion, 0));
+}
+
+template <class Codec, class Out>
+__global__ void decode_pages_kernel(const kernels::GatherParams p) {
+  const std::int64_t job = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t row = job / Codec::kParts;
+  if (row >= p.num_rows) return;
+  const int part = static_cast<int>(job % Codec::kParts);
+  float values[Codec::kPartValues] = {};
+  const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
+  if (kernels::slot_in_range(p.cache, slot)) {
+    const kernels::PagePosition at = kernels::page_position(p.cache, slot);
+    Codec::decode_part(part, kernels::field_address(p.cache, at, format::kDataRegion, 0),
+                       kernels::field_address(p.cache, at, format::kScaleRegion, 0), values);
+  }
+  const bool nope = part < Codec::Spec::kTiles;
+  Out* out = nope ? static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + part * Codec::kPartValues
+                  : static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out;
+  for (int i = 0; i < Codec::kPartValues; ++i) {
+    // The CPU reader's stores: one canonical f32 NaN, or bf16 with every NaN 0x7FFF.
+    if constexpr (sizeof(Out) == sizeof(float)) {
+      out[i] = codec::canonical_nan(values[i]);
+    } else {
+      out[i] = codec::encode_bf16(values[i]);
+    }
+  }
+}
+
+unsigned blocks_for(std::int64_t jobs) {
+  return static_cast<unsigned>((jobs + kThreadsPerBlock - 1) / kThreadsPerBlock);
+}
+
+}  // namespace
+
+cudaError_t write_pages(const kernels::WriteParams& p, cudaStream_t stream) {
+  if (p.num_tokens == 0) return cudaSuccess;
+  return codec::visit_page_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
+    const unsigned blocks = blocks_for(p.num_tokens * Codec::kParts);
+    if (p.dtype == codec::InputDtype::kBf16) {
+      encode_pages_kernel<Codec, codec::InputDtype::kBf16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+    } else {
+      encode_pages_kernel<Codec, codec::InputDtype::kFp16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t gather_pages(const kernels::GatherParams& p, cudaStream_t stream) {
+  if (p.num_rows == 0) return cudaSuccess;
+  return codec::visit_page_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
+    const unsigned blocks = blocks_for(p.num_rows * Codec::kParts);
+    if (p.out_dtype == kernels::OutDtype::kFloat32) {
+      decode_pages_kernel<Codec, float><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+    } else {
+      decode_pages_kernel<Codec, std::uint16_t><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+    }
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace mlakv::cuda
