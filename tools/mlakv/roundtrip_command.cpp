@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `mlakv roundtrip`: write synthetic tokens through every format with the
+// `mlakv roundtrip`: write synthetic tokens through every 512 + 64 format with the
 // library's writers, read them back with its reader, print the error.
 #include <fmt/core.h>
 
@@ -47,7 +47,7 @@ void run_roundtrip(const RoundtripOptions& options) {
   DeviceBuffer slot_buffer(device, slots.data(), slots.size() * sizeof(std::int64_t));
   const TensorView slot_view = on(slot_buffer, make_view(nullptr, DType::kInt64, {tokens}));
 
-  fmt::print("round trip of {} synthetic tokens (seed {}) through every format, {} backend\n", tokens, options.seed,
+  fmt::print("round trip of {} synthetic tokens (seed {}) through every 512 + 64 format, {} backend\n", tokens, options.seed,
              device.type == DeviceType::kCuda ? "CUDA" : "CPU");
   fmt::print("{:<26} {:>5} {:>9}  {:>14} {:>14}  {:>14} {:>14}\n", "format", "bytes", "vs bf16", "latent rel rms",
              "latent max abs", "rope rel rms", "rope max abs");
@@ -86,7 +86,7 @@ void run_roundtrip(const RoundtripOptions& options) {
 }  // namespace
 
 void add_roundtrip_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("roundtrip", "Write and read back synthetic tokens through every format");
+  auto* cmd = app.add_subcommand("roundtrip", "Write and read back synthetic tokens through every 512 + 64 format");
   auto options = std::make_shared<RoundtripOptions>();
   cmd->add_option("--tokens", options->tokens, "Number of tokens")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--seed", options->seed, "Seed of the synthetic activations")->check(non_negative_integer());
