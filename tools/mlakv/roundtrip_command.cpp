@@ -47,8 +47,8 @@ void run_roundtrip(const RoundtripOptions& options) {
   DeviceBuffer slot_buffer(device, slots.data(), slots.size() * sizeof(std::int64_t));
   const TensorView slot_view = on(slot_buffer, make_view(nullptr, DType::kInt64, {tokens}));
 
-  fmt::print("round trip of {} synthetic tokens (seed {}) through every 512 + 64 format, {} backend\n", tokens, options.seed,
-             device.type == DeviceType::kCuda ? "CUDA" : "CPU");
+  fmt::print("round trip of {} synthetic tokens (seed {}) through every 512 + 64 format, {} backend\n", tokens,
+             options.seed, device.type == DeviceType::kCuda ? "CUDA" : "CPU");
   fmt::print("{:<26} {:>5} {:>9}  {:>14} {:>14}  {:>14} {:>14}\n", "format", "bytes", "vs bf16", "latent rel rms",
              "latent max abs", "rope rel rms", "rope max abs");
   const int bf16_bytes = format_info(Format::kBf16).record_bytes;
