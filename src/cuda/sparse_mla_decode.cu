@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA sparse MLA decode: a thread block owns one query row and 16 heads (the
-// mma M dimension) and walks that row's selected entries in tiles of 64. Per
-// tile its 4 warps decode the 64 records into a bf16 key tile in shared memory
-// with the shared codecs (the same bf16 values the readers return), compute
-// the 16 x 64 scores with tensor cores (a warp per 16 keys), update the online
-// softmax, and add P x V (a warp per 128 output dims). Long rows are split
+// CUDA sparse MLA decode, the shared-tile kernel and the dispatch between it
+// and the split-dims kernel (sparse_mla_decode_split_dims.cuh). A shared-tile
+// block owns one query row and 16, 32 or 64 heads (one to four mma M tiles)
+// and walks that row's selected entries in tiles of 64. Per tile its warps
+// decode the 64 records into a bf16 key tile in shared memory with the shared
+// codecs (the same bf16 values the readers return), compute the scores with
+// tensor cores, update the online softmax, and add P x V. Long rows are split
 // over several blocks when the caller gives a workspace; a second kernel
 // merges the splits by their lse.
 #include <algorithm>
