@@ -38,8 +38,8 @@ TensorView flatten_column(const TensorView& view);
 
 namespace mlakv::api {
 
-/// Everything sparse_mla_decode reads and writes; `workspace_bytes_needed` is
-/// what the backend would use with a workspace (checked against its size).
+/// Everything sparse_mla_decode reads and writes; a workspace, when given on
+/// CUDA, must hold sparse_mla_decode_workspace_size() bytes.
 kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
                                                    const TensorView& kv_cache, const TensorView& indices,
                                                    const TensorView& out, const TensorView& lse,
