@@ -264,6 +264,17 @@ MLAKV_HD std::uint16_t encode_bf16(float x) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
+/// A 16-bit input as bf16 bits: bf16 copied bit for bit, fp16 rounded to
+/// bf16 (NaN -> 0x7FFF). The bf16 RoPE fields of the 432 and V4 records.
+template <InputDtype kDtype>
+MLAKV_HD std::uint16_t input_as_bf16_bits(std::uint16_t bits) {
+  if constexpr (kDtype == InputDtype::kBf16) {
+    return bits;
+  } else {
+    return encode_bf16(load_input<kDtype>(bits));
+  }
+}
+
 /// Loads n bytes from a source aligned to n (n = 2, 4, 8 or 16) as one access
 /// on the GPU, where records are 16-byte aligned; the CPU reader takes any
 /// cache alignment, so the host copies bytes.

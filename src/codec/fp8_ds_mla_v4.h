@@ -61,20 +61,11 @@ struct CodecFp8DsMlaV4 {
     scale_row[Spec::kScales.offset + tile] = byte;
   }
 
-  /// RoPE value i: bf16 input bit for bit; fp16 rounded to bf16 (NaN -> 0x7FFF).
-  template <InputDtype kDtype>
-  MLAKV_HD static std::uint16_t rope_bits(std::uint16_t bits) {
-    if constexpr (kDtype == InputDtype::kBf16) {
-      return bits;
-    } else {
-      return encode_bf16(load_input<kDtype>(bits));
-    }
-  }
-
   /// The RoPE values of the data row and the scale row's zero pad.
   template <InputDtype kDtype>
   MLAKV_HD static void encode_rope(const std::uint16_t* rope, std::uint8_t* data_row, std::uint8_t* scale_row) {
-    for (int i = 0; i < kRope; ++i) store_u16(data_row + Spec::kRope.offset + 2 * i, rope_bits<kDtype>(rope[i]));
+    for (int i = 0; i < kRope; ++i)
+      store_u16(data_row + Spec::kRope.offset + 2 * i, input_as_bf16_bits<kDtype>(rope[i]));
     scale_row[Spec::kScalePad.offset] = 0;
   }
 

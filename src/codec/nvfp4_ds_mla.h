@@ -11,16 +11,6 @@ struct CodecNvfp4DsMla {
   static constexpr int kLatentAmaxLanes = 1;  // each lane's group has its own scale
   static constexpr bool kRopeAmax = false;
 
-  // bf16 input is copied bit for bit; fp16 is rounded to bf16 (NaN -> 0x7FFF).
-  template <InputDtype kDtype>
-  MLAKV_HD static std::uint16_t rope_bits(std::uint16_t bits) {
-    if constexpr (kDtype == InputDtype::kBf16) {
-      return bits;
-    } else {
-      return encode_bf16(load_input<kDtype>(bits));
-    }
-  }
-
   template <InputDtype kDtype>
   MLAKV_HD static LaneAmax lane_amax(const LaneInputs&) {
     return {};
@@ -32,7 +22,7 @@ struct CodecNvfp4DsMla {
     encode_latent_group_static<kDtype>(lane, in.kv_c, record);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
-      store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), rope_bits<kDtype>(in.k_pe[i]));
+      store_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i), input_as_bf16_bits<kDtype>(in.k_pe[i]));
     }
     if (lane == 0) zero_bytes(record + Spec::kPad.offset, Spec::kPad.bytes);
   }
