@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The engine seam: an MLA attention backend binds its cache writer once, at
 // construction, and the compact 368-byte record is used only when switched on.
+// The switch is the engine's policy (vLLM's KV_FP8_ROPE environment variable,
+// read by mlakv.integrations.vllm), passed in; the library reads no environment.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,7 +39,7 @@ const WriterRegistry& default_registry();
 
 struct MlaKvCacheWriterConfig {
   std::string kv_cache_dtype;    ///< the engine's string; "nvfp4_ds_mla" is the NVFP4 MLA cache
-  std::optional<bool> fp8_rope;  ///< compact record requested; unset: the KV_FP8_ROPE env var == "1"
+  bool fp8_rope = false;         ///< compact record requested (the B12X backend's KV_FP8_ROPE=1)
   bool per_token_scale = false;  ///< write the per-token-scale compact variant
 };
 
@@ -63,11 +64,20 @@ class MlaKvCacheWriter {
               const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* k_scale,
               StreamHandle stream = nullptr) const;
 
+  /// update's checks, routed the same way, without writing: the built-in
+  /// writers' argument checks (mlakv/checks.h) on the views update would pass
+  /// them. Data is not read (torch fake implementations call this).
+  void check_update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                    const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* k_scale) const;
+
   /// The same routing for a gathered scratch cache (context-parallel decode).
   void update_gathered(const TensorView& gathered_cache, const TensorView& kv_c, const TensorView& k_pe,
                        const TensorView& slots, const TensorView* k_scale, StreamHandle stream = nullptr) const;
 
  private:
+  void route(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache, const TensorView& slot_mapping,
+             std::string_view kv_cache_dtype, const TensorView* k_scale, StreamHandle stream, bool run) const;
+
   MlaKvCacheWriterConfig config_;
   StockWriter stock_;
   CompactWriter compact_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include "mlakv/attention.h"
 #include "mlakv/capabilities.h"
+#include "mlakv/checks.h"
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"

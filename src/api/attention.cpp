@@ -5,6 +5,7 @@
 #include "api/dispatch.h"
 #include "api/validate.h"
 #include "cpu/cpu_backend.h"
+#include "mlakv/checks.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -60,6 +61,18 @@ void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, co
         return 0;
 #endif
       });
+}
+
+void check_sparse_mla_decode(Format format, const TensorView& q, const TensorView& kv_cache, const TensorView& indices,
+                             const TensorView& out, const TensorView& lse, const SparseDecodeOptions& options) {
+  const api::Check check("sparse_mla_decode", format_info(format).id);
+  (void)api::validate_sparse_decode(check, format, q, kv_cache, indices, out, lse, options);
+}
+
+void check_merge_attention_states(const TensorView& out_a, const TensorView& lse_a, const TensorView& out_b,
+                                  const TensorView& lse_b, const TensorView& out, const TensorView& lse) {
+  const api::Check check("merge_attention_states", "");
+  (void)api::validate_merge(check, out_a, lse_a, out_b, lse_b, out, lse);
 }
 
 }  // namespace mlakv

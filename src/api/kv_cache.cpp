@@ -9,6 +9,7 @@
 #include "api/resolve_format.h"
 #include "api/validate.h"
 #include "cpu/cpu_backend.h"
+#include "mlakv/checks.h"
 #include "mlakv/readers.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -51,6 +52,39 @@ void run_gather(const api::Check& check, const kernels::GatherParams& params, co
   run(check, params, params.num_rows, device, stream);
 }
 
+// Each entry point's checks: the format it writes and the params of its views.
+struct Write {
+  api::Check check;
+  kernels::WriteParams params;
+};
+
+// The stock entry point's engine-shaped arguments: a typed cache as its bytes,
+// k_pe (T, 1, 64) squeezed, a column of slots flattened; the format from the
+// engine's name and the record width (upstream vLLM's nvfp4_ds_mla is 352
+// bytes, the B12X backend's 432); "auto" follows kv_c.
+Write stock_write(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                  const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* scale) {
+  Write w{api::Check("concat_and_cache_mla", kv_cache_dtype), {}};
+  const TensorView cache = api::cache_as_bytes(kv_cache);
+  const std::int64_t record_bytes = cache.ndim == 3 ? cache.shape[2] : 0;
+  const Format format = api::resolve_format(w.check, "kv_cache", kv_cache_dtype, record_bytes, false, false,
+                                            kv_c.dtype == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16);
+  w.check.set_format(format_info(format).id);
+  w.params = api::validate_write(w.check, format, kv_c, api::squeeze_middle_unit_dim(k_pe), cache,
+                                 api::flatten_column(slot_mapping), scale);
+  return w;
+}
+
+// The compact writer takes the same engine shapes as the stock one.
+Write compact_write(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                    const TensorView& slot_mapping, const TensorView* scale, bool per_token_scale) {
+  const Format format = per_token_scale ? Format::kNvfp4DsMlaFp8RopePts : Format::kNvfp4DsMlaFp8Rope;
+  Write w{api::Check("concat_and_cache_nvfp4_mla_fp8_rope", format_info(format).id), {}};
+  w.params = api::validate_write(w.check, format, kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache,
+                                 api::flatten_column(slot_mapping), scale);
+  return w;
+}
+
 }  // namespace
 
 void write_records(Format format, const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
@@ -62,25 +96,27 @@ void write_records(Format format, const TensorView& kv_c, const TensorView& k_pe
 void concat_and_cache_mla(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
                           const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* scale,
                           StreamHandle stream) {
-  api::Check check("concat_and_cache_mla", kv_cache_dtype);
-  // The record width tells an engine name's records apart (upstream vLLM's
-  // nvfp4_ds_mla is 352 bytes, the B12X backend's 432); "auto" follows kv_c.
-  const std::int64_t record_bytes = kv_cache.ndim == 3 ? kv_cache.shape[2] : 0;
-  const Format format = api::resolve_format(check, "kv_cache", kv_cache_dtype, record_bytes, false, false,
-                                            kv_c.dtype == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16);
-  check.set_format(format_info(format).id);
-  run_write(check,
-            api::validate_write(check, format, kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache,
-                                api::flatten_column(slot_mapping), scale),
-            kv_c.device, stream);
+  const Write w = stock_write(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale);
+  run_write(w.check, w.params, kv_c.device, stream);
+}
+
+void check_concat_and_cache_mla(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                                const TensorView& slot_mapping, std::string_view kv_cache_dtype,
+                                const TensorView* scale) {
+  (void)stock_write(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale);
 }
 
 void concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
                                          const TensorView& slot_mapping, const TensorView* scale, bool per_token_scale,
                                          StreamHandle stream) {
-  const Format format = per_token_scale ? Format::kNvfp4DsMlaFp8RopePts : Format::kNvfp4DsMlaFp8Rope;
-  const api::Check check("concat_and_cache_nvfp4_mla_fp8_rope", format_info(format).id);
-  run_write(check, api::validate_write(check, format, kv_c, k_pe, kv_cache, slot_mapping, scale), kv_c.device, stream);
+  const Write w = compact_write(kv_c, k_pe, kv_cache, slot_mapping, scale, per_token_scale);
+  run_write(w.check, w.params, kv_c.device, stream);
+}
+
+void check_concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c, const TensorView& k_pe,
+                                               const TensorView& kv_cache, const TensorView& slot_mapping,
+                                               const TensorView* scale, bool per_token_scale) {
+  (void)compact_write(kv_c, k_pe, kv_cache, slot_mapping, scale, per_token_scale);
 }
 
 void gather_records(Format format, const TensorView& kv_cache, const TensorView& slots, const TensorView& kv_c_out,
@@ -88,6 +124,12 @@ void gather_records(Format format, const TensorView& kv_cache, const TensorView&
   const api::Check check("gather_records", format_info(format).id);
   run_gather(check, api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options), kv_cache.device,
              stream);
+}
+
+void check_gather_records(Format format, const TensorView& kv_cache, const TensorView& slots,
+                          const TensorView& kv_c_out, const TensorView& k_pe_out, const GatherOptions& options) {
+  const api::Check check("gather_records", format_info(format).id);
+  (void)api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options);
 }
 
 void gather_records_paged(Format format, const TensorView& kv_cache, const TensorView& block_table,
@@ -98,6 +140,14 @@ void gather_records_paged(Format format, const TensorView& kv_cache, const Tenso
              api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out, k_pe_out,
                                         options),
              kv_cache.device, stream);
+}
+
+void check_gather_records_paged(Format format, const TensorView& kv_cache, const TensorView& block_table,
+                                const TensorView& seq_lens, const TensorView& cu_seq_lens, const TensorView& kv_c_out,
+                                const TensorView& k_pe_out, const GatherOptions& options) {
+  const api::Check check("gather_records_paged", format_info(format).id);
+  (void)api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out, k_pe_out,
+                                   options);
 }
 
 }  // namespace mlakv

@@ -334,6 +334,20 @@ TensorView flatten_column(const TensorView& view) {
   return flat;
 }
 
+TensorView cache_as_bytes(const TensorView& view) {
+  const int size = dtype_size(view.dtype);
+  const bool typed = view.dtype == DType::kBFloat16 || view.dtype == DType::kFloat16 || view.dtype == DType::kInt8;
+  if (!typed || view.ndim != 3 || view.strides[2] != 1) return view;
+  TensorView bytes = view;
+  bytes.dtype = DType::kUInt8;
+  // A product past int64 leaves the typed view, which validation refuses by its dtype.
+  for (int d = 0; d < 2; ++d) {
+    if (__builtin_mul_overflow(view.strides[d], size, &bytes.strides[d])) return view;
+  }
+  if (__builtin_mul_overflow(view.shape[2], size, &bytes.shape[2])) return view;
+  return bytes;
+}
+
 kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
                                     const TensorView& kv_cache, const TensorView& slot_mapping,
                                     const TensorView* scale) {

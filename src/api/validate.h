@@ -30,6 +30,11 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
 TensorView squeeze_middle_unit_dim(const TensorView& view);
 /// (T, 1) -> (T,): the stock entry point's flattening of a column of slots.
 TensorView flatten_column(const TensorView& view);
+/// A bf16-, fp16- or int8-typed cache (what engines allocate for `auto` and
+/// fp8) as the uint8 view of the same bytes: [num_blocks, block_size, 576]
+/// bf16 is [num_blocks, block_size, 1152] uint8. Other views are unchanged
+/// (a non-contiguous last dim is left for validation to refuse).
+TensorView cache_as_bytes(const TensorView& view);
 
 }  // namespace mlakv::api
 

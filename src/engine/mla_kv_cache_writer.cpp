@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // MlaKvCacheWriter and this build's writer registry.
-#include <cstdlib>
 #include <string>
 
 #include "api/resolve_format.h"
 #include "api/validate.h"
+#include "mlakv/checks.h"
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
@@ -29,11 +29,6 @@ class BuiltInRegistry final : public WriterRegistry {
   StockWriter stock_writer() const override { return &concat_and_cache_mla; }
   CompactWriter compact_writer() const override { return &concat_and_cache_nvfp4_mla_fp8_rope; }
 };
-
-bool fp8_rope_from_env() {
-  const char* value = std::getenv("KV_FP8_ROPE");
-  return value != nullptr && std::string_view(value) == "1";
-}
 
 // Any shape to 1-D when its elements are evenly strided (a (T, 1) column, a
 // contiguous block); otherwise unchanged, for the writer to reject.
@@ -68,19 +63,22 @@ const WriterRegistry& default_registry() {
 
 MlaKvCacheWriter::MlaKvCacheWriter(MlaKvCacheWriterConfig config, const WriterRegistry& registry)
     : config_(std::move(config)), stock_(registry.stock_writer()) {
-  const bool requested = config_.fp8_rope.value_or(fp8_rope_from_env());
-  if (requested && names_compact_record(config_.kv_cache_dtype)) {
+  if (config_.fp8_rope && names_compact_record(config_.kv_cache_dtype)) {
     compact_ = registry.compact_writer();  // the only lookup; disabled writers never make it
     if (compact_ == nullptr) throw Error(ErrorCode::kUnsupported, std::string(kCompactUnavailable));
   }
 }
 
-void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
-                              const TensorView& slot_mapping, std::string_view kv_cache_dtype,
-                              const TensorView* k_scale, StreamHandle stream) const {
+void MlaKvCacheWriter::route(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                             const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* k_scale,
+                             StreamHandle stream, bool run) const {
   if (numel(kv_cache) == 0) return;
   if (compact_ == nullptr) {
-    stock_(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, stream);
+    if (run) {
+      stock_(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, stream);
+    } else {
+      check_concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale);
+    }
     return;
   }
   if (!names_compact_record(kv_cache_dtype)) {
@@ -92,8 +90,26 @@ void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, co
   const Format format =
       api::resolve_format(check, "kv_cache", kv_cache_dtype, kv_cache.ndim == 3 ? kv_cache.shape[2] : 0, true,
                           config_.per_token_scale, DType::kOther);
-  compact_(kv_c, api::squeeze_middle_unit_dim(k_pe), kv_cache, flattened(slot_mapping), k_scale,
-           format == Format::kNvfp4DsMlaFp8RopePts, stream);
+  const bool pts = format == Format::kNvfp4DsMlaFp8RopePts;
+  const TensorView pe = api::squeeze_middle_unit_dim(k_pe);
+  const TensorView slots = flattened(slot_mapping);
+  if (run) {
+    compact_(kv_c, pe, kv_cache, slots, k_scale, pts, stream);
+  } else {
+    check_concat_and_cache_nvfp4_mla_fp8_rope(kv_c, pe, kv_cache, slots, k_scale, pts);
+  }
+}
+
+void MlaKvCacheWriter::update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                              const TensorView& slot_mapping, std::string_view kv_cache_dtype,
+                              const TensorView* k_scale, StreamHandle stream) const {
+  route(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, stream, true);
+}
+
+void MlaKvCacheWriter::check_update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
+                                    const TensorView& slot_mapping, std::string_view kv_cache_dtype,
+                                    const TensorView* k_scale) const {
+  route(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, nullptr, false);
 }
 
 void MlaKvCacheWriter::update_gathered(const TensorView& gathered_cache, const TensorView& kv_c, const TensorView& k_pe,

@@ -52,10 +52,7 @@ class CountingRegistry : public mlakv::engine::WriterRegistry {
 
 class engine_writer : public ::testing::Test {
  protected:
-  void SetUp() override {
-    g_calls.clear();
-    unsetenv("KV_FP8_ROPE");
-  }
+  void SetUp() override { g_calls.clear(); }
   std::vector<std::uint16_t> kv = std::vector<std::uint16_t>(4 * 512);
   std::vector<std::uint16_t> pe = std::vector<std::uint16_t>(4 * 64);
   std::vector<std::uint8_t> cache = std::vector<std::uint8_t>(2 * 8 * 368);
@@ -71,9 +68,9 @@ class engine_writer : public ::testing::Test {
 TEST_F(engine_writer, disabled_construction_never_consults_the_compact_writer) {
   CountingRegistry registry(true);
   MlaKvCacheWriter off({"nvfp4_ds_mla", false}, registry);
-  MlaKvCacheWriter env_unset({"nvfp4_ds_mla", std::nullopt}, registry);
+  MlaKvCacheWriter unset({"nvfp4_ds_mla"}, registry);
   MlaKvCacheWriter other_cache({"fp8_ds_mla", true}, registry);
-  EXPECT_FALSE(off.compact() || env_unset.compact() || other_cache.compact());
+  EXPECT_FALSE(off.compact() || unset.compact() || other_cache.compact());
   EXPECT_EQ(registry.compact_lookups, 0);
 }
 
@@ -89,13 +86,13 @@ TEST_F(engine_writer, disabled_writer_calls_the_stock_writer_with_the_engine_dty
   EXPECT_EQ(registry.compact_lookups, 0);
 }
 
-TEST_F(engine_writer, kv_fp8_rope_env_var_is_the_default_of_the_switch) {
+TEST_F(engine_writer, the_library_reads_no_environment_the_switch_is_the_callers) {
   CountingRegistry registry(true);
-  setenv("KV_FP8_ROPE", "true", 1);
-  EXPECT_FALSE(MlaKvCacheWriter({"nvfp4_ds_mla", std::nullopt}, registry).compact());
-  setenv("KV_FP8_ROPE", "1", 1);
-  EXPECT_TRUE(MlaKvCacheWriter({"nvfp4_ds_mla", std::nullopt}, registry).compact());
-  EXPECT_FALSE(MlaKvCacheWriter({"nvfp4_ds_mla", false}, registry).compact());
+  setenv("KV_FP8_ROPE", "1", 1);  // the engine's policy, read by its adapter, not here
+  const bool unset_on = MlaKvCacheWriter({"nvfp4_ds_mla"}, registry).compact();
+  unsetenv("KV_FP8_ROPE");
+  EXPECT_FALSE(unset_on);
+  EXPECT_TRUE(MlaKvCacheWriter({"nvfp4_ds_mla", true}, registry).compact());
 }
 
 TEST_F(engine_writer, enabled_writer_binds_once_and_squeezes_and_flattens) {

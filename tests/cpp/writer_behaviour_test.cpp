@@ -160,6 +160,56 @@ TEST(concat_and_cache_mla, squeezes_k_pe_view_and_flattens_slot_column) {
             "");
 }
 
+TEST(concat_and_cache_nvfp4_mla_fp8_rope, takes_the_engines_k_pe_view_and_slot_column) {
+  Inputs in(8, DType::kBFloat16, 4);
+  std::vector<std::int64_t> slots = {7, 6, 5, 4, 3, 2, 1, 0};
+  std::vector<std::uint8_t> flat(8 * 368), viewed(8 * 368);
+  mlakv::concat_and_cache_nvfp4_mla_fp8_rope(in.kv_c_view(), in.k_pe_view(),
+                                             mlakv::make_view(flat.data(), DType::kUInt8, {1, 8, 368}),
+                                             mlakv::make_view(slots.data(), DType::kInt64, {8}));
+  mlakv::concat_and_cache_nvfp4_mla_fp8_rope(in.kv_c_view(),
+                                             mlakv::make_view(in.k_pe.data(), DType::kBFloat16, {8, 1, 64}),
+                                             mlakv::make_view(viewed.data(), DType::kUInt8, {1, 8, 368}),
+                                             mlakv::make_view(slots.data(), DType::kInt64, {8, 1}));
+  EXPECT_EQ(flat, viewed);
+}
+
+// vLLM allocates the `auto` cache as [num_blocks, block_size, 576] in the model's
+// dtype and fp8 caches as uint8 (or a float8 type): the same bytes either way.
+TEST(concat_and_cache_mla, takes_a_16_bit_typed_cache_as_its_bytes) {
+  Inputs in(8, DType::kBFloat16, 5);
+  std::vector<std::int64_t> slots = {7, 6, 5, 4, 3, 2, 1, 0};
+  const TensorView slot_view = mlakv::make_view(slots.data(), DType::kInt64, {8});
+  std::vector<std::uint8_t> bytes(8 * 1152);
+  std::vector<std::uint16_t> typed(8 * 576);
+  mlakv::concat_and_cache_mla(in.kv_c_view(), in.k_pe_view(),
+                              mlakv::make_view(bytes.data(), DType::kUInt8, {1, 8, 1152}), slot_view, "auto");
+  mlakv::concat_and_cache_mla(in.kv_c_view(), in.k_pe_view(),
+                              mlakv::make_view(typed.data(), DType::kBFloat16, {1, 8, 576}), slot_view, "auto");
+  EXPECT_EQ(std::memcmp(bytes.data(), typed.data(), bytes.size()), 0);
+  std::vector<std::int8_t> fp8_bytes(8 * 576);
+  std::vector<std::uint8_t> fp8_want(8 * 576);
+  mlakv::concat_and_cache_mla(in.kv_c_view(), in.k_pe_view(),
+                              mlakv::make_view(fp8_want.data(), DType::kUInt8, {1, 8, 576}), slot_view, "fp8",
+                              &kScaleOne);
+  mlakv::concat_and_cache_mla(in.kv_c_view(), in.k_pe_view(),
+                              mlakv::make_view(fp8_bytes.data(), DType::kInt8, {1, 8, 576}), slot_view, "fp8",
+                              &kScaleOne);
+  EXPECT_EQ(std::memcmp(fp8_want.data(), fp8_bytes.data(), fp8_want.size()), 0);
+}
+
+TEST(concat_and_cache_mla, refuses_a_typed_cache_whose_last_dim_is_strided) {
+  Inputs in(2, DType::kBFloat16, 6);
+  std::vector<std::int64_t> slots = {0, 1};
+  std::vector<std::uint16_t> typed(2 * 576 * 2);
+  TensorView cache = mlakv::make_view(typed.data(), DType::kBFloat16, {1, 2, 576});
+  cache.strides[2] = 2;
+  cache.strides[1] = 1152;
+  EXPECT_THROW(mlakv::concat_and_cache_mla(in.kv_c_view(), in.k_pe_view(), cache,
+                                           mlakv::make_view(slots.data(), DType::kInt64, {2}), "auto"),
+               mlakv::Error);
+}
+
 TEST(concat_and_cache_mla, engine_strings_select_their_records) {
   const std::pair<const char*, Format> cases[] = {{"fp8", Format::kFp8E4m3},
                                                   {"fp8_e4m3", Format::kFp8E4m3},
