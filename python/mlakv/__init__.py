@@ -9,7 +9,9 @@ bfloat16 comes from ``ml_dtypes``. Bad input raises ``ValueError`` or
 ``TypeError`` naming the argument, before any byte is written.
 
 The packaged compact writer lives in the submodule ``mlakv.kv_cache``, which
-this package does not import.
+this package does not import. ``import mlakv`` never imports torch: the torch
+ops (``torch.ops.mlakv.*``, for ``torch.compile`` and CUDA graphs) register
+when ``mlakv.torch`` is imported.
 """
 
 from __future__ import annotations
@@ -248,18 +250,3 @@ def gather_records_paged(
         handle,
     )
     return out
-
-
-def _register_torch_ops() -> None:
-    """torch.ops.mlakv.* when torch is importable; importing mlakv never requires torch."""
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return
-    try:
-        from . import _torch_ops  # noqa: F401  (registration is the import's effect)
-    except (ImportError, OSError):  # a torch that cannot load: mlakv works without the ops
-        return
-
-
-_register_torch_ops()

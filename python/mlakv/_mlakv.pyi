@@ -1,4 +1,5 @@
-from typing import Annotated
+from types import ModuleType
+from typing import Annotated, Any
 
 from numpy.typing import NDArray
 
@@ -82,3 +83,35 @@ def resolve_format(
     kv_cache_dtype: str, record_bytes: int, fp8_rope: bool, per_token_scale: bool, input_dtype: str | None
 ) -> str: ...
 def capabilities() -> list: ...
+
+# mlakv.torch's entry points (python/src/raw_views.cpp): each view is the tuple
+# (data_ptr, dtype, shape, strides, device_index); run=False runs only the checks.
+raw: ModuleType
+
+class MlaKvCacheWriter:
+    def __init__(self, kv_cache_dtype: str, fp8_rope: bool, per_token_scale: bool) -> None: ...
+    @property
+    def compact(self) -> bool: ...
+    def update(
+        self,
+        kv_c: Annotated[NDArray, dict(writable=False)],
+        kv_c_tag: str | None,
+        k_pe: Annotated[NDArray, dict(writable=False)],
+        k_pe_tag: str | None,
+        kv_cache: NDArray,
+        slot_mapping: Annotated[NDArray, dict(writable=False)],
+        kv_cache_dtype: str,
+        scale: Annotated[NDArray, dict(writable=False)] | None,
+        stream: int,
+    ) -> None: ...
+    def update_raw(
+        self,
+        kv_c: tuple[Any, ...],
+        k_pe: tuple[Any, ...],
+        kv_cache: tuple[Any, ...],
+        slot_mapping: tuple[Any, ...],
+        kv_cache_dtype: str,
+        scale: tuple[Any, ...] | None,
+        stream: int,
+        run: bool,
+    ) -> None: ...

@@ -25,16 +25,6 @@ std::optional<TensorView> optional_view(const std::optional<Array>& array) {
   return to_view(*array);
 }
 
-// A cudaStream_t passed from Python as an integer (torch's .cuda_stream, CuPy's .ptr).
-StreamHandle to_stream(std::uintptr_t stream) { return reinterpret_cast<StreamHandle>(stream); }
-
-GatherOptions gather_options(const std::optional<TensorView>& scale, const std::string& rope_dtype) {
-  GatherOptions options;
-  options.scale = scale ? &*scale : nullptr;
-  options.rope_dtype = rope_dtype == "bf16" ? DType::kBFloat16 : rope_dtype == "fp16" ? DType::kFloat16 : DType::kOther;
-  return options;
-}
-
 // The views of a writer call, converted while the GIL is held.
 struct WriterViews {
   TensorView kv_c, k_pe, kv_cache, slot_mapping;
@@ -75,7 +65,7 @@ void py_gather_records(const std::string& format, const Array& kv_cache, const A
   const TensorView kv_c_view = to_view(kv_c_out, out_tag);
   const TensorView k_pe_view = to_view(k_pe_out, out_tag);
   const std::optional<TensorView> scale_view = optional_view(scale);
-  const GatherOptions options = gather_options(scale_view, rope_dtype);
+  const GatherOptions options = gather_options(pointer(scale_view), rope_dtype);
   nb::gil_scoped_release release;
   gather_records(parsed, cache_view, slot_view, kv_c_view, k_pe_view, options, to_stream(stream));
 }
@@ -92,7 +82,7 @@ void py_gather_records_paged(const std::string& format, const Array& kv_cache, c
   const TensorView kv_c_view = to_view(kv_c_out, out_tag);
   const TensorView k_pe_view = to_view(k_pe_out, out_tag);
   const std::optional<TensorView> scale_view = optional_view(scale);
-  const GatherOptions options = gather_options(scale_view, rope_dtype);
+  const GatherOptions options = gather_options(pointer(scale_view), rope_dtype);
   nb::gil_scoped_release release;
   gather_records_paged(parsed, cache_view, table_view, lens_view, cu_view, kv_c_view, k_pe_view, options,
                        to_stream(stream));
@@ -116,7 +106,7 @@ void py_sparse_mla_decode(const std::string& format, const Array& q, const Tag& 
   SparseDecodeOptions options;
   options.sm_scale = sm_scale;
   options.topk_len = len_view ? &*len_view : nullptr;
-  options.decode = gather_options(scale_view, rope_dtype);
+  options.decode = gather_options(pointer(scale_view), rope_dtype);
   options.workspace = workspace_view ? &*workspace_view : nullptr;
   nb::gil_scoped_release release;
   sparse_mla_decode(parsed, q_view, cache_view, indices_view, out_view, lse_view, options, to_stream(stream));
@@ -244,4 +234,6 @@ NB_MODULE(_mlakv, m) {
   m.def("resolve_format", &py_resolve_format, "kv_cache_dtype"_a, "record_bytes"_a, "fp8_rope"_a, "per_token_scale"_a,
         "input_dtype"_a.none());
   m.def("capabilities", &py_capabilities);
+  register_raw_entry_points(m);
+  register_engine_seam(m);
 }

@@ -1,70 +1,45 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The KV-cache writer seam of a vLLM-style MLA attention backend.
+"""The KV-cache writer seam of a vLLM-style MLA attention backend: a thin adapter over the C++ seam.
 
 Build one ``MlaKvCacheWriter`` when the backend is constructed; it binds the
-packaged compact writer once, and only when the compact 368-byte record is
-switched on (``KV_FP8_ROPE=1``) for an NVFP4 MLA cache. It fails closed: a
-build without the compact writer raises at construction and never falls back
-to the 432-byte record::
+library's seam (``mlakv::engine::MlaKvCacheWriter``, include/mlakv/engine.h)
+once, which binds the packaged compact writer only when the compact 368-byte
+record is switched on for an NVFP4 MLA cache, and fails closed: a build without
+the compact writer raises at construction (``NotImplementedError``) and never
+falls back to the 432-byte record::
 
     from mlakv.integrations.vllm import MlaKvCacheWriter
 
     self.kv_writer = MlaKvCacheWriter(kv_cache_dtype)           # in __init__
     self.kv_writer.update(kv_c, k_pe, kv_cache, slot_mapping,   # in forward
                           kv_cache_dtype, layer._k_scale)
+
+The engine's policy stays here: ``KV_FP8_ROPE=1`` (the B12X backend's switch)
+requests the compact record when ``fp8_rope`` is not given. Every routing rule
+(the empty cache, the cache dtype check, the record choice, the k_pe squeeze and
+slot flattening) is the C++ seam's. With torch imported, construction imports
+``mlakv.torch`` and ``update`` on torch tensors is the op
+``torch.ops.mlakv.mla_kv_cache_writer_update``, so a model compiles with no
+graph break at the write and the write is captured in CUDA graphs; other arrays
+go through DLPack.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any, Callable
+import sys
+from typing import Any
 
-__all__ = ["COMPACT_UNAVAILABLE", "MlaKvCacheWriter"]
+from .. import _mlakv
+from .._arrays import input_array, output_array, stream_handle
+from .._checks import Call
 
-COMPACT_MODULE = "mlakv.kv_cache"
-COMPACT_ATTRIBUTE = "concat_and_cache_nvfp4_mla_fp8_rope"
-COMPACT_UNAVAILABLE = (
-    "KV_FP8_ROPE=1 requires an mlakv build with concat_and_cache_nvfp4_mla_fp8_rope package API support"
-)
+__all__ = ["MlaKvCacheWriter"]
 
 
-def _fp8_rope_from_env() -> bool:
+def fp8_rope_from_env() -> bool:
+    """vLLM's switch for the B12X compact record: ``KV_FP8_ROPE`` is exactly ``"1"``."""
     return os.environ.get("KV_FP8_ROPE") == "1"
-
-
-def _bind_compact_writer() -> Callable[..., None]:
-    """The compact writer, or RuntimeError(COMPACT_UNAVAILABLE) when this build lacks it.
-
-    Only "the module or the attribute is missing" becomes that error; anything
-    else raised while importing the module (a failing dependency, a CUDA
-    initialisation error) propagates as itself.
-    """
-    try:
-        module = importlib.import_module(COMPACT_MODULE)
-    except ModuleNotFoundError as error:
-        if error.name not in (COMPACT_MODULE, COMPACT_MODULE.rpartition(".")[0]):
-            raise
-        raise RuntimeError(COMPACT_UNAVAILABLE) from error
-    writer = getattr(module, COMPACT_ATTRIBUTE, None)
-    if writer is None:
-        raise RuntimeError(COMPACT_UNAVAILABLE)
-    return writer
-
-
-def _names_compact_record(kv_cache_dtype: str) -> bool:
-    """Whether the engine name has a compact (``KV_FP8_ROPE=1``) record at all: the registry says (``nvfp4_ds_mla``)."""
-    import mlakv
-
-    names = (n for f in mlakv.formats() for n in f["engine_names"])
-    return any(n["fp8_rope"] and n["kv_cache_dtype"] == kv_cache_dtype for n in names)
-
-
-def _numel(x: Any) -> int:
-    numel = getattr(x, "numel", None)
-    if callable(numel):
-        return int(numel())
-    return int(x.size)
 
 
 class MlaKvCacheWriter:
@@ -77,35 +52,54 @@ class MlaKvCacheWriter:
     """
 
     def __init__(self, kv_cache_dtype: str, *, fp8_rope: bool | None = None, per_token_scale: bool = False) -> None:
-        requested = _fp8_rope_from_env() if fp8_rope is None else bool(fp8_rope)
+        call = Call("MlaKvCacheWriter", kv_cache_dtype)
+        call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (the engine's kv_cache_dtype)")
         self.kv_cache_dtype = kv_cache_dtype
+        self.fp8_rope = fp8_rope_from_env() if fp8_rope is None else bool(fp8_rope)
         self.per_token_scale = bool(per_token_scale)
-        self.compact = requested and _names_compact_record(kv_cache_dtype)
-        self._writer = _bind_compact_writer() if self.compact else None
+        self._seam = _mlakv.MlaKvCacheWriter(kv_cache_dtype, self.fp8_rope, self.per_token_scale)
+        self.compact = self._seam.compact
+        self._op = None
+        self._tensor = ()  # isinstance(x, ()) is False: no torch, no op
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            from .. import torch as _ops  # noqa: F401  (registers torch.ops.mlakv)
+
+            self._op = torch.ops.mlakv.mla_kv_cache_writer_update
+            self._tensor = torch.Tensor
 
     def update(self, kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, kv_cache_dtype: str, k_scale: Any) -> None:
         """Write this step's tokens (``kv_c [T, 512]``, ``k_pe [T, 64]`` or ``[T, 1, 64]``) into ``kv_cache``."""
-        if _numel(kv_cache) == 0:
+        if isinstance(kv_cache, self._tensor):
+            self._op(
+                kv_c,
+                k_pe,
+                kv_cache,
+                slot_mapping,
+                kv_cache_dtype,
+                k_scale,
+                self.kv_cache_dtype,
+                self.fp8_rope,
+                self.per_token_scale,
+            )
             return
-        if not self.compact:
-            import mlakv  # looked up per call, so the stock op is the one the package exposes now
-
-            mlakv.concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype=kv_cache_dtype, scale=k_scale)
-            return
-        if not _names_compact_record(kv_cache_dtype):
-            raise RuntimeError(f"KV_FP8_ROPE writer reached a non-NVFP4 cache: {kv_cache_dtype!r}")
-        import mlakv
-
-        # The stock op's resolver: the switches pick the compact record, the cache must be as wide.
-        record_bytes = int(kv_cache.shape[-1]) if len(kv_cache.shape) == 3 else 0
-        fmt = mlakv.resolve_format(kv_cache_dtype, record_bytes, True, self.per_token_scale)
-        if len(k_pe.shape) == 3 and k_pe.shape[1] == 1:
-            k_pe = k_pe[:, 0, :]
-        slot_mapping = slot_mapping.reshape(-1)
-        if fmt == "nvfp4_ds_mla_fp8_rope_pts":
-            self._writer(kv_c, k_pe, kv_cache, slot_mapping, k_scale, per_token_scale=True)
-        else:
-            self._writer(kv_c, k_pe, kv_cache, slot_mapping, k_scale)
+        call = Call("MlaKvCacheWriter.update", kv_cache_dtype)
+        kv_c, kv_c_tag = input_array(call.array("kv_c", kv_c))
+        k_pe, k_pe_tag = input_array(call.array("k_pe", k_pe))
+        cache = call.array("kv_cache", kv_cache, writable=True)
+        slots = input_array(call.slots("slot_mapping", slot_mapping))[0]
+        scale = call.scale("scale", k_scale)
+        self._seam.update(
+            kv_c,
+            kv_c_tag,
+            k_pe,
+            k_pe_tag,
+            output_array(cache)[0],
+            slots,
+            kv_cache_dtype,
+            None if scale is None else input_array(scale)[0],
+            stream_handle(None, kv_cache),
+        )
 
     def update_gathered(self, gathered_cache: Any, kv_c: Any, k_pe: Any, slots: Any, k_scale: Any) -> None:
         """Patch the current tokens into a gathered scratch cache (context-parallel decode),

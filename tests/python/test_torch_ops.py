@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: Apache-2.0
+"""torch.ops.mlakv.* (mlakv.torch): opcheck of every op over every format, fake implementations that
+refuse what the real call refuses, torch.compile(fullgraph=True) of writer -> reader -> decode ->
+merge with no graph break, the engine drop-in cases, and CUDA-graph capture. CPU tensors here; the
+same tests run on CUDA tensors where a device is present. Skipped without torch."""
+
+from __future__ import annotations
+
+import pytest
+
+import mlakv
+
+torch = pytest.importorskip("torch")
+mlakv_torch = pytest.importorskip("mlakv.torch")
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+ops = torch.ops.mlakv
+FORMATS = {f["id"]: f for f in mlakv.formats()}
+TOKEN_MAJOR = [k for k, f in FORMATS.items() if f["page"]["kind"] == "token_major"]  # what the decode reads
+COMPACT = ("nvfp4_ds_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope_pts")
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def inputs(fmt: str, tokens: int, device: str, seed: int = 0):
+    """kv_c [T, nope], k_pe [T, 1, rope] (vLLM's view) in the format's input dtype."""
+    g = torch.Generator().manual_seed(seed)
+    nope, rope = FORMATS[fmt]["geometry"]["nope_dims"], FORMATS[fmt]["geometry"]["rope_dims"]
+    dtype = torch.float16 if fmt == "fp16" else torch.bfloat16
+    kv_c = (torch.randn(tokens, nope, generator=g) * 0.5).to(dtype).to(device)
+    k_pe = torch.randn(tokens, 1, rope, generator=g).to(dtype).to(device)
+    return kv_c, k_pe
+
+
+def cache_for(fmt: str, blocks: int, device: str) -> torch.Tensor:
+    """[blocks, 64, record_bytes] uint8: token-major dense, DeepSeek V4's page as the engine's padded view."""
+    record = FORMATS[fmt]["record_bytes"]
+    if FORMATS[fmt]["page"]["kind"] == "block_planar":
+        page = -(-64 * record // 576) * 576
+        pages = torch.zeros(blocks * page, dtype=torch.uint8, device=device)
+        return pages.as_strided((blocks, 64, record), (page, record, 1))
+    return torch.zeros(blocks, 64, record, dtype=torch.uint8, device=device)
+
+
+def scale_for(fmt: str, device: str):
+    return torch.ones(1, dtype=torch.float32, device=device) if fmt == "fp8_e4m3" else None
+
+
+def written(fmt: str, tokens: int, device: str):
+    kv_c, k_pe = inputs(fmt, tokens, device)
+    cache = cache_for(fmt, 2, device)
+    slots = torch.arange(tokens, device=device)
+    ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device))
+    return kv_c, k_pe, cache, slots
+
+
+def opcheck(op, args, kwargs=None):
+    # test_autograd_registration needs inputs that require grad; these ops take none.
+    torch.library.opcheck(
+        op, args, kwargs or {}, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+    )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_opcheck_writer_and_readers(fmt, device):
+    kv_c, k_pe, cache, slots = written(fmt, 8, device)
+    opcheck(ops.concat_and_cache_mla, (kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device)))
+    if fmt in COMPACT:
+        opcheck(ops.concat_and_cache_nvfp4_mla_fp8_rope, (kv_c, k_pe, cache, slots, None, fmt.endswith("pts")))
+    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device)})
+    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device), "dtype": torch.bfloat16})
+    i32 = {"dtype": torch.int32, "device": device}
+    table, lens, cu = torch.tensor([[0, 1]], **i32), torch.tensor([8], **i32), torch.tensor([0, 8], **i32)
+    opcheck(ops.gather_records_paged, (fmt, cache, table, lens, cu, 8), {"scale": scale_for(fmt, device)})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", TOKEN_MAJOR)
+def test_opcheck_decode_and_merge(fmt, device):
+    _, _, cache, _ = written(fmt, 8, device)
+    q = torch.randn(2, 16, 576).to(torch.bfloat16).to(device)
+    idx = torch.tensor([[0, 1, 7, -1], [3, -1, 5, 2]], dtype=torch.int32, device=device)
+    opcheck(ops.sparse_mla_decode, (fmt, q, cache, idx), {"scale": scale_for(fmt, device)})
+    lens = torch.tensor([2, 4], dtype=torch.int32, device=device)
+    opcheck(ops.sparse_mla_decode, (fmt, q, cache, idx, lens, 0.1), {"scale": scale_for(fmt, device)})
+    out, lse = ops.sparse_mla_decode(fmt, q, cache, idx, scale=scale_for(fmt, device))
+    opcheck(ops.merge_attention_states, (out, lse, out, lse))
+    opcheck(ops.merge_attention_states, (out.float(), lse, out.float(), lse))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ops_give_the_python_functions_results(device):
+    fmt = "nvfp4_ds_mla_fp8_rope"
+    kv_c, k_pe, cache, slots = written(fmt, 8, device)
+    want = torch.zeros_like(cache)
+    mlakv.concat_and_cache_mla(kv_c, k_pe, want, slots, fmt)
+    assert torch.equal(cache, want)
+    compact = torch.zeros_like(cache)
+    ops.concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, compact, slots)
+    assert torch.equal(compact, want)
+    kv, pe = ops.gather_records(fmt, cache, slots)
+    kv_want, pe_want = mlakv.gather_records(fmt, cache, slots)
+    assert torch.equal(kv, kv_want) and torch.equal(pe, pe_want) and kv.dtype == torch.float32
+    q = torch.randn(2, 16, 576).to(torch.bfloat16).to(device)
+    idx = torch.tensor([[0, 1, 7, -1], [3, -1, 5, 2]], dtype=torch.int32, device=device)
+    out, lse = ops.sparse_mla_decode(fmt, q, cache, idx)
+    out_want, lse_want = mlakv.sparse_mla_decode(q, cache, fmt, idx)
+    assert torch.equal(out, out_want) and torch.equal(lse, lse_want)
+    i32 = {"dtype": torch.int32, "device": device}
+    table, lens, cu = torch.tensor([[1, 0]], **i32), torch.tensor([70], **i32), torch.tensor([0, 70], **i32)
+    paged = ops.gather_records_paged(fmt, cache, table, lens, cu, 72)
+    paged_want = mlakv.gather_records_paged(fmt, cache, table, lens, cu, num_rows=72)
+    assert torch.equal(paged, paged_want) and paged.shape == (72, 576) and paged.dtype == torch.bfloat16
+    merged, merged_lse = ops.merge_attention_states(out, lse, out, lse)
+    want_out, want_lse = mlakv.merge_attention_states(out, lse, out, lse)
+    assert torch.equal(merged, want_out) and torch.equal(merged_lse, want_lse)
+
+
+def bad_writer_calls(device: str):
+    """(name, args) of stock-writer calls the library refuses."""
+    kv_c, k_pe = inputs("fp8_ds_mla", 4, device)
+    cache = torch.zeros(2, 64, 656, dtype=torch.uint8, device=device)
+    slots = torch.arange(4, device=device)
+    return [
+        (
+            "100-byte record",
+            (kv_c, k_pe, torch.zeros(2, 64, 100, dtype=torch.uint8, device=device), slots, "fp8_ds_mla"),
+        ),
+        ("float32 kv_c", (kv_c.float(), k_pe.float(), cache, slots, "fp8_ds_mla")),
+        ("unknown format", (kv_c, k_pe, cache, slots, "fp7")),
+        ("k_pe width", (kv_c, k_pe[..., :32], cache, slots, "fp8_ds_mla")),
+        ("int32 slots", (kv_c, k_pe, cache, slots.int(), "fp8_ds_mla")),
+        ("fp8 without scale", (kv_c, k_pe, torch.zeros(2, 64, 576, dtype=torch.uint8, device=device), slots, "fp8")),
+    ]
+
+
+def error_of(call, *args, **kwargs):
+    try:
+        call(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001  (the type is part of what is compared)
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fake_writer_refuses_what_the_real_call_refuses(device):
+    for name, args in bad_writer_calls(device):
+        real = error_of(ops.concat_and_cache_mla, *args, None)
+        assert real is not None, name
+        with FakeTensorMode() as mode:
+            fake_args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+            fake = error_of(ops.concat_and_cache_mla, *fake_args, None)
+        assert fake == real, name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fake_readers_and_decode_refuse_what_the_real_calls_refuse(device):
+    _, _, cache, slots = written("fp8_ds_mla", 8, device)
+    q = torch.randn(2, 16, 576).to(torch.bfloat16).to(device)
+    idx = torch.zeros(2, 4, dtype=torch.int32, device=device)
+    out = torch.zeros(2, 16, 512, dtype=torch.bfloat16, device=device)
+    lse = torch.zeros(2, 16, dtype=torch.float32, device=device)
+    calls = [
+        (ops.gather_records, ("nvfp4_ds_mla", cache, slots), {}),  # 656-byte cache, 432-byte format
+        (ops.gather_records, ("fp8_ds_mla", cache, slots.int()), {}),
+        (ops.gather_records, ("fp8_ds_mla", cache, slots), {"dtype": torch.float16}),
+        (ops.gather_records, ("fp8_ds_mla", cache, slots), {"rope_dtype": "fp32"}),
+        (ops.sparse_mla_decode, ("fp8_ds_mla", q[..., :512], cache, idx), {}),
+        (ops.sparse_mla_decode, ("fp8_ds_mla", q, cache, idx.long()), {}),
+        (ops.merge_attention_states, (out, lse, out[:1], lse[:1]), {}),
+    ]
+    for op, args, kwargs in calls:
+        real = error_of(op, *args, **kwargs)
+        assert real is not None, (op, args)
+        with FakeTensorMode() as mode:
+            fake_args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+            fake = error_of(op, *fake_args, **kwargs)
+        assert fake == real, (op, args)
+
+
+def test_fake_outputs_have_the_real_shapes():
+    kv_c, k_pe, cache, slots = written("fp8_ds_mla_v4", 8, "cpu")
+    with FakeTensorMode() as mode:
+        fake_cache, fake_slots = mode.from_tensor(cache), mode.from_tensor(slots)
+        kv, pe = ops.gather_records("fp8_ds_mla_v4", fake_cache, fake_slots, dtype=torch.bfloat16)
+        assert kv.shape == (8, 448) and pe.shape == (8, 64) and kv.dtype == torch.bfloat16
+        q = mode.from_tensor(torch.zeros(3, 32, 576, dtype=torch.bfloat16))
+        out, lse = ops.sparse_mla_decode(
+            "fp8_ds_mla",
+            q,
+            mode.from_tensor(torch.zeros(1, 64, 656, dtype=torch.uint8)),
+            mode.from_tensor(torch.zeros(3, 5, dtype=torch.int32)),
+        )
+        assert out.shape == (3, 32, 512) and out.dtype == torch.bfloat16 and lse.shape == (3, 32)
+
+
+def pipeline(fmt: str):
+    def run(kv_c, k_pe, cache, slots, q, idx):
+        ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, fmt, None)
+        kv, pe = ops.gather_records(fmt, cache, slots, dtype=torch.bfloat16)
+        out, lse = ops.sparse_mla_decode(fmt, q, cache, idx)
+        merged, merged_lse = ops.merge_attention_states(out, lse, out, lse)
+        return kv + 1, pe * 2, merged, merged_lse
+
+    return run
+
+
+def pipeline_args(fmt: str, device: str, tokens: int = 8):
+    kv_c, k_pe = inputs(fmt, tokens, device, seed=5)
+    g = torch.Generator().manual_seed(6)
+    q = torch.randn(2, 16, 576, generator=g).to(torch.bfloat16).to(device)
+    idx = torch.tensor([[0, 1, tokens - 1, -1], [3, -1, 5, 2]], dtype=torch.int32, device=device)
+    return kv_c, k_pe, cache_for(fmt, 2, device), torch.arange(tokens, device=device), q, idx
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pipeline_compiles_whole_with_no_graph_break(device):
+    fmt = "nvfp4_ds_mla_fp8_rope"
+    run = pipeline(fmt)
+    explanation = torch._dynamo.explain(run)(*pipeline_args(fmt, device))
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1, explanation.break_reasons
+    eager_args, compiled_args = pipeline_args(fmt, device), pipeline_args(fmt, device)
+    want = run(*eager_args)
+    backend = "inductor" if device == "cuda" else "aot_eager"
+    got = torch.compile(run, fullgraph=True, dynamic=True, backend=backend)(*compiled_args)
+    assert torch.equal(compiled_args[2], eager_args[2]), "the compiled write gives the eager bytes"
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vllm_seam_compiles_with_no_graph_break_at_the_write(device):
+    from mlakv.integrations.vllm import MlaKvCacheWriter
+
+    writer = MlaKvCacheWriter("nvfp4_ds_mla", fp8_rope=True)
+    kv_c, k_pe = inputs("nvfp4_ds_mla_fp8_rope", 8, device, seed=8)
+    slots = torch.arange(8, device=device)[:, None]
+
+    def forward(kv_c, k_pe, cache, slots):
+        writer.update(kv_c, k_pe, cache, slots, "nvfp4_ds_mla", None)
+        return kv_c * 2
+
+    cache = torch.zeros(1, 64, 368, dtype=torch.uint8, device=device)
+    explanation = torch._dynamo.explain(forward)(kv_c, k_pe, cache, slots)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.zeros_like(cache)
+    torch.compile(forward, fullgraph=True, backend="aot_eager")(kv_c, k_pe, compiled, slots)
+    want = torch.zeros_like(cache)
+    ops.concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, want, slots)
+    assert torch.equal(compiled, want) and want.any()
+
+
+# --- drop-in for vLLM's concat_and_cache_mla ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_auto_takes_the_model_dtype_cache_vllm_allocates(dtype):
+    fmt = "bf16" if dtype == torch.bfloat16 else "fp16"
+    kv_c, k_pe = inputs(fmt, 8, "cpu")
+    slots = torch.arange(8)
+    typed = torch.zeros(2, 64, 576, dtype=dtype)  # vLLM's auto cache: [num_blocks, block_size, 576], model dtype
+    ops.concat_and_cache_mla(kv_c, k_pe, typed, slots, "auto", None)
+    assert torch.equal(typed[0, :8, :512], kv_c) and torch.equal(typed[0, :8, 512:], k_pe[:, 0])
+    as_bytes = torch.zeros(2, 64, 1152, dtype=torch.uint8)
+    ops.concat_and_cache_mla(kv_c, k_pe, as_bytes, slots, "auto", None)
+    assert torch.equal(typed.view(torch.uint8), as_bytes)
+
+
+@pytest.mark.parametrize("cache_dtype", [torch.uint8, torch.float8_e4m3fn])
+def test_fp8_takes_the_uint8_or_float8_cache_vllm_allocates(cache_dtype):
+    kv_c, k_pe = inputs("fp8_e4m3", 8, "cpu")
+    scale = torch.tensor([0.5])
+    cache = torch.zeros(2, 64, 576, dtype=cache_dtype)
+    ops.concat_and_cache_mla(kv_c, k_pe, cache, torch.arange(8), "fp8", scale)
+    want = torch.zeros(2, 64, 576, dtype=torch.uint8)
+    mlakv.concat_and_cache_mla(kv_c, k_pe, want, torch.arange(8), "fp8_e4m3", scale)
+    assert torch.equal(cache.view(torch.uint8), want) and want.any()
+
+
+def test_fp8_e5m2_is_refused_naming_the_supported_set():
+    kv_c, k_pe = inputs("fp8_e4m3", 2, "cpu")
+    with pytest.raises(
+        ValueError, match=r"kv_cache_dtype: must be an engine name \(auto, fp8, fp8_e4m3, .*got 'fp8_e5m2'"
+    ):
+        ops.concat_and_cache_mla(
+            kv_c, k_pe, torch.zeros(1, 64, 576, dtype=torch.uint8), torch.arange(2), "fp8_e5m2", torch.ones(1)
+        )
+
+
+def test_float32_inputs_are_refused_naming_the_accepted_dtypes():
+    kv_c, k_pe = inputs("bf16", 2, "cpu")
+    with pytest.raises(TypeError, match=r"kv_c: dtype must be bf16 or fp16, got float32$"):
+        ops.concat_and_cache_mla(
+            kv_c.float(), k_pe.float(), torch.zeros(1, 64, 656, dtype=torch.uint8), torch.arange(2), "fp8_ds_mla", None
+        )
+
+
+def test_both_writers_take_k_pe_t_1_64_and_a_slot_column():
+    kv_c, k_pe = inputs("nvfp4_ds_mla_fp8_rope", 8, "cpu")
+    flat = torch.zeros(1, 64, 368, dtype=torch.uint8)
+    ops.concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe[:, 0], flat, torch.arange(8), None, False)
+    for op, extra in (
+        (ops.concat_and_cache_nvfp4_mla_fp8_rope, (None, False)),
+        (ops.concat_and_cache_mla, ("nvfp4_ds_mla_fp8_rope", None)),
+    ):
+        viewed = torch.zeros_like(flat)
+        op(kv_c, k_pe, viewed, torch.arange(8)[:, None], *extra)
+        assert torch.equal(viewed, flat)
+
+
+# --- CUDA graphs (device) ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_pipeline_is_captured_and_replayed_in_a_cuda_graph():
+    fmt = "nvfp4_ds_mla_fp8_rope"
+    run = pipeline(fmt)
+    args = pipeline_args(fmt, "cuda")
+    want = run(*pipeline_args(fmt, "cuda"))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        run(*args)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    args[2].zero_()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        got = run(*args)
+    args[2].zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
