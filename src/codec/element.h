@@ -314,5 +314,15 @@ MLAKV_HD std::uint16_t load_u16(const std::uint8_t* src) {
   load_aligned<sizeof(value)>(reinterpret_cast<std::uint8_t*>(&value), src);
   return value;
 }
+MLAKV_HD std::uint32_t load_u32(const std::uint8_t* src) {
+  std::uint32_t value;
+  load_aligned<sizeof(value)>(reinterpret_cast<std::uint8_t*>(&value), src);
+  return value;
+}
+/// Two 16-bit values kept in one word (the first in the low half) stored in order.
+MLAKV_HD void store_pair_bits(std::uint16_t* dst, std::uint32_t pair) {
+  dst[0] = static_cast<std::uint16_t>(pair & 0xFFFFu);
+  dst[1] = static_cast<std::uint16_t>(pair >> 16);
+}
 
 }  // namespace mlakv::codec

@@ -107,6 +107,14 @@ MLAKV_HD void decode_rope_e4m3(const std::uint8_t* codes, float scale, float* ou
   for (int i = 0; i < kN; ++i) out[i] = decode_e4m3(bytes[i]) * scale;
 }
 
+/// A lane's two E4M3 RoPE codes decoded, multiplied by `scale` and rounded to
+/// bf16, the first in the low half.
+MLAKV_HD std::uint32_t decode_rope_pair_bf16(const std::uint8_t* codes, float scale) {
+  float rope[2];
+  decode_rope_e4m3<2>(codes, scale, rope);
+  return encode_bf16(rope[0]) | (static_cast<std::uint32_t>(encode_bf16(rope[1])) << 16);
+}
+
 }  // namespace mlakv::codec
 
 namespace mlakv::codec {

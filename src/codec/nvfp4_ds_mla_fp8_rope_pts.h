@@ -38,17 +38,28 @@ struct CodecNvfp4DsMlaFp8RopePts {
     }
   }
 
+  /// The scale byte of lane `lane`'s latent group, and the factor its values
+  /// are finally multiplied by: the token scale.
+  MLAKV_HD static std::uint8_t latent_scale_byte(int lane, const std::uint8_t* record) {
+    return in_order_scale_byte(record, lane);
+  }
+  static constexpr bool kLatentOuterScale = true;
+  MLAKV_HD static float latent_outer_scale(const std::uint8_t* record) {
+    return load_f32(record + Spec::kTokenScale.offset);
+  }
+
+  /// The lane's two RoPE values as bf16 bits, the first in the low half.
+  MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {
+    return decode_rope_pair_bf16(record + Spec::kRope.offset + lane * kRopePerLane,
+                                 load_f32(record + Spec::kRopeScale.offset));
+  }
+
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
   /// encode_bf16 of decode_lane's values.
-  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&, std::uint16_t* kv_c,
-                                        std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, in_order_scale_byte(record, lane),
-                             load_f32(record + Spec::kTokenScale.offset), kv_c);
-    float rope[kRopePerLane];
-    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane,
-                                   load_f32(record + Spec::kRopeScale.offset), rope);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = encode_bf16(rope[i]);
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&,
+                                        std::uint16_t* kv_c, std::uint16_t* k_pe) {
+    decode_latent_group_bf16(lane, record, latent_scale_byte(lane, record), latent_outer_scale(record), kv_c);
+    store_pair_bits(k_pe, rope_pair_bf16(lane, record));
   }
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,

@@ -28,16 +28,24 @@ struct CodecNvfp4Fp8DsMla {
     store_u16(record + Spec::kRope.offset + lane * kRopePerLane, two);
   }
 
+  /// The scale byte of lane `lane`'s latent group (stored permuted), and the
+  /// factor its values are finally multiplied by (none here).
+  MLAKV_HD static std::uint8_t latent_scale_byte(int lane, const std::uint8_t* record) {
+    return record[Spec::group_scale_offset(lane)];
+  }
+  static constexpr bool kLatentOuterScale = false;
+
+  /// The lane's two RoPE values as bf16 bits, the first in the low half.
+  MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {
+    return decode_rope_pair_bf16(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f);
+  }
+
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
   /// encode_bf16 of decode_lane's values.
-  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&,
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
-    decode_latent_group_bf16(lane, record, record[Spec::group_scale_offset(lane)], 1.0f, kv_c);
-    float rope[kRopePerLane];
-    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, rope);
-    MLAKV_UNROLL
-    for (int i = 0; i < kRopePerLane; ++i) k_pe[i] = encode_bf16(rope[i]);
-    (void)params;
+    decode_latent_group_bf16(lane, record, latent_scale_byte(lane, record), 1.0f, kv_c);
+    store_pair_bits(k_pe, rope_pair_bf16(lane, record));
   }
 
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,

@@ -109,7 +109,7 @@ SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads
   int per_sm = 1;
   if (kernel == DecodeKernel::kSplitDims) {
     blocks = rows * ((heads + 31) / 32);
-    per_sm = heads <= 16 ? 2 : 1;  // 16 heads: <= 128 registers a thread, two blocks fit
+    per_sm = heads <= 16 ? split_dims::kBlocksPerSm<1> : split_dims::kBlocksPerSm<2>;
   } else {
     const int groups = groups_for(heads);
     block_heads = 16 * groups;

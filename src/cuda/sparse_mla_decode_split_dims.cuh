@@ -4,16 +4,19 @@
 // into tensor-core fragments and never written back to shared memory as bf16.
 //
 // A block owns one query row, 16 or 32 heads (one or two mma M tiles) and a
-// range of the row's entries, walked in tiles of 32. Records are gathered with
-// cp.async into a ring of kStages tiles, so the copies of the next tiles are
-// in flight while one is computed. Warp w owns the latent groups 4w..4w+3
+// range of the row's entries, walked in tiles of 32. Records are bulk-copied
+// (one instruction a record, completing on the stage's mbarrier) into a ring
+// of kStages tiles, so the copies of the next tiles are in flight while one is
+// computed; warp w copies tokens 4w..4w+3 of a tile, and finds their record
+// addresses eight tiles at a time (a lane an address), a batch ahead. Warp w owns the latent groups 4w..4w+3
 // (64 dims) and the RoPE pairs 4w..4w+3: lane (token g = lane / 4, quad
-// c = lane % 4) decodes group 4w + c of token g with the shared codec
-// (codec::decode_lane_bf16_bits, the bf16 values the readers return), and the
+// c = lane % 4) decodes group 4w + c of token g (decode_key_fragment), and the
 // 16 values and RoPE pair it gets are its key fragments as they are: the dot
 // product does not depend on the order of the dims, so the mma's k index runs
-// over them in the order the lanes hold them and the query is loaded in that
-// same order. Per tile:
+// over them in the order the lanes hold them (codec::fragment_dim) and the
+// query is loaded in that same order. The latent values are the readers' bf16
+// values times kLatentKeyScale (codec/nvfp4_fragment.h says why), undone in
+// f32: the latent part of each score and the output are divided by it. Per tile:
 //   1. each warp scores its dims: partial scores [heads x 32] per warp;
 //   2. the partials are summed through shared memory (warp v's in order v),
 //      and warp w runs the online softmax of heads 2Gw..2Gw+2G-1;
@@ -26,7 +29,9 @@
 #include <cstdint>
 
 #include "codec/codecs.h"
+#include "codec/nvfp4_fragment.h"
 #include "cuda/attention_result.cuh"
+#include "cuda/bulk_copy.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/warp.cuh"
 #include "kernels/attention_params.h"
@@ -42,7 +47,8 @@ inline constexpr int kLatentBlocks = 4;                         // a warp's 64 l
 inline constexpr int kKeyBlocks = kLatentBlocks + 1;            // and one of RoPE (its 8 RoPE dims, the rest zero)
 inline constexpr int kPartialPitch = kTileTokens + 8;           // floats: a half warp's float2 stores hit 32 banks
 inline constexpr int kProbPitch = kTileTokens + 8;              // bf16: ldmatrix rows 80 bytes apart, no conflict
-inline constexpr int kRecordWarpTokens = kTileTokens / kWarps;  // records a warp gathers per tile
+inline constexpr int kWarpTokens = kTileTokens / kWarps;         // records a warp copies per tile
+inline constexpr int kBatchTiles = kWarpSize / kWarpTokens;      // tiles whose addresses a warp finds at once
 
 /// Ring depth: about 67-110 KB of records, so one block per SM keeps enough
 /// bytes in flight to cover the gather's DRAM latency.
@@ -61,7 +67,13 @@ struct Storage {
   float row_sum[kHeads];
   float row_max[kHeads];  // log2 domain
   int valid[kStages<kRecordBytes>][kTileTokens];
+  std::uint64_t landed[kStages<kRecordBytes>];  // mbarrier: the stage's records are in
 };
+
+/// The zero record bulk-copied for a token without one: every format decodes
+/// it to zeros, so the decode needs no branch (`valid` keeps the token out of
+/// the softmax).
+__device__ const uint4 kZeroRecord[656 / 16] = {};
 
 /// The record of entry `entry` of `row`, or null past the block's range or
 /// for a slot that is negative or past capacity (never read).
@@ -73,35 +85,66 @@ __device__ __forceinline__ const std::uint8_t* load_record_address(const kernels
   return kernels::slot_in_range(p.cache, slot) ? kernels::record_address(p.cache, slot) : nullptr;
 }
 
-/// Issues the cp.async copies of one tile's records into a ring stage: warp w
-/// gathers tokens 4w..4w+3, whose record addresses lanes base..base+3 hold
-/// (found a tile ahead, so that no warp waits for an index before it can
-/// copy). A token without a record gets a zero record, read from nowhere:
-/// every format decodes it to zeros, so the decode needs no branch, and
-/// `valid` keeps it out of the softmax.
+/// The record addresses of tiles [first_tile, first_tile + kBatchTiles) a
+/// warp copies: lane 4 i + j holds token 4 warp + j of tile first_tile + i.
+__device__ __forceinline__ const std::uint8_t* load_address_batch(const kernels::SparseDecodeParams& p,
+                                                                  std::int64_t row, std::int64_t begin,
+                                                                  std::int64_t end, int first_tile, int warp,
+                                                                  int lane) {
+  const std::int64_t entry = begin + static_cast<std::int64_t>(first_tile + lane / kWarpTokens) * kTileTokens +
+                             kWarpTokens * warp + lane % kWarpTokens;
+  return load_record_address(p, row, entry, end);
+}
+
+/// Bulk-copies the warp's tokens of tile `tile` into a ring stage from the
+/// addresses in `batch` (null: the zero record) and marks which have one;
+/// warp 0 announces the whole tile's bytes on the stage's barrier.
 template <int kRecordBytes>
-__device__ __forceinline__ void issue_tile(const std::uint8_t* addresses, int base, const std::uint8_t* anywhere,
-                                           std::uint8_t (*records)[kRecordBytes], int* valid, int warp, int lane) {
-  constexpr int kChunks = kRecordBytes / 16;
-  const int first = warp * kRecordWarpTokens;
-#pragma unroll
-  for (int t = 0; t < kRecordWarpTokens; ++t) {
-    const auto* src = reinterpret_cast<const std::uint8_t*>(
-        __shfl_sync(0xFFFFFFFFu, reinterpret_cast<std::uintptr_t>(addresses), base + t));
-    const bool ok = src != nullptr;
-    if (lane == t) valid[first + t] = ok ? 1 : 0;
-    const auto* from = reinterpret_cast<const uint4*>(ok ? src : anywhere);
-#pragma unroll
-    for (int c = lane; c < kChunks; c += kWarpSize) copy_async16_or_zero(&records[first + t][16 * c], from + c, ok);
+__device__ __forceinline__ void issue_tile(const std::uint8_t* batch, int tile, std::uint8_t (*records)[kRecordBytes],
+                                           int* valid, std::uint64_t* landed, int warp, int lane) {
+  static_assert(kRecordBytes % 16 == 0 && kRecordBytes <= static_cast<int>(sizeof(kZeroRecord)), "bulk-copyable");
+  const auto* record = reinterpret_cast<const std::uint8_t*>(__shfl_sync(
+      0xFFFFFFFFu, reinterpret_cast<std::uintptr_t>(batch), (tile % kBatchTiles) * kWarpTokens + lane % kWarpTokens));
+  bulk_copy_fence();  // the block's reads of the stage's previous tile come first
+  if (warp == 0 && lane == 0) bulk_barrier_expect(landed, kTileTokens * kRecordBytes);
+  if (lane < kWarpTokens) {
+    const int token = kWarpTokens * warp + lane;
+    valid[token] = record != nullptr ? 1 : 0;
+    bulk_copy(records[token], record != nullptr ? record : reinterpret_cast<const std::uint8_t*>(kZeroRecord),
+              kRecordBytes, landed);
   }
-  copy_async_commit();
+}
+
+/// The factor the latent key fragments carry: the fragment scale where the
+/// integer decode applies, 1 where a per-token outer scale needs the f32 path.
+template <class Codec>
+inline constexpr float kLatentKeyScale = Codec::kLatentOuterScale ? 1.0f : codec::kFragmentScale;
+
+/// Lane `group`'s key fragments of one record: its latent group as 8 bf16
+/// pairs in fragment order (times kLatentKeyScale), and its RoPE pair.
+template <class Codec>
+__device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_t* record, std::uint32_t (&latent)[8],
+                                                    std::uint32_t& rope) {
+  const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
+  if constexpr (Codec::kLatentOuterScale) {
+    alignas(16) std::uint16_t in_order[codec::kLatentPerLane];
+    codec::decode_latent_group_bf16(group, record, sbyte, Codec::latent_outer_scale(record), in_order);
+    codec::fragment_pairs_from_dim_order(*reinterpret_cast<const std::uint32_t(*)[8]>(in_order), latent);
+  } else {
+    codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
+  }
+  rope = Codec::rope_pair_bf16(group, record);
 }
 
 /// Entries are walked in units of 64 (the split plan's unit), two tiles each.
 inline constexpr int kTilesPerUnit = 64 / kTileTokens;
 
+/// Blocks an SM holds: two of 16 heads (<= 128 registers a thread), one of 32.
+template <int kGroups>
+inline constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;
+
 template <class Codec, int kGroups, bool kPartial>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
     sparse_decode_split_dims_kernel(const kernels::SparseDecodeParams p, int units_per_split) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRing = kStages<kRecordBytes>;
@@ -126,17 +169,13 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(units_per_split) * 64);
   const int tiles = end > begin ? static_cast<int>((end - begin + kTileTokens - 1) / kTileTokens) : 0;
 
-  // The records of the ring's first tiles (lane 4 s + i: tile s, token 4 warp + i)
-  // and of the tile the loop issues first, loaded together before anything waits.
-  static_assert(kRecordWarpTokens * (kRing - 1) <= kWarpSize, "a lane per prologue slot");
-  const int token_of_lane = kRecordWarpTokens * warp + (lane & (kRecordWarpTokens - 1));
-  const std::uint8_t* prologue_records =
-      lane < kRecordWarpTokens * (kRing - 1)
-          ? load_record_address(
-                p, row, begin + static_cast<std::int64_t>(lane / kRecordWarpTokens) * kTileTokens + token_of_lane, end)
-          : nullptr;
-  const std::uint8_t* next_records =
-      load_record_address(p, row, begin + static_cast<std::int64_t>(kRing - 1) * kTileTokens + token_of_lane, end);
+  // The addresses of the first two batches of tiles, loaded before anything waits.
+  static_assert(kStages<kRecordBytes> - 1 <= kBatchTiles, "the ring starts within the first batch");
+  const std::uint8_t* batch = load_address_batch(p, row, begin, end, 0, warp, lane);
+  const std::uint8_t* next_batch = load_address_batch(p, row, begin, end, kBatchTiles, warp, lane);
+  if (threadIdx.x < kRing) bulk_barrier_init(&sh.landed[threadIdx.x]);
+  bulk_barrier_init_fence();
+  __syncthreads();  // the barriers are initialized before any copy completes on them
 
   // This warp's query fragments (mma A, rows = heads), dims in the lanes' order.
   std::uint32_t qf[kGroups][kKeyBlocks][4];
@@ -154,7 +193,9 @@ __global__ void __launch_bounds__(kThreads)
         hi = __ldg(reinterpret_cast<const uint4*>(qh + 16 * group) + 1);
         rope = __ldg(reinterpret_cast<const std::uint32_t*>(qh + codec::kLatentDim + 2 * group));
       }
-      const std::uint32_t words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const std::uint32_t in_order[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      std::uint32_t words[8];
+      codec::fragment_pairs_from_dim_order(in_order, words);
 #pragma unroll
       for (int kb = 0; kb < kLatentBlocks; ++kb) {
         qf[hg][kb][half] = words[2 * kb];
@@ -167,11 +208,8 @@ __global__ void __launch_bounds__(kThreads)
   // Start the ring: the first records are the longest wait.
 #pragma unroll
   for (int s = 0; s < kRing - 1; ++s) {
-    issue_tile<kRecordBytes>(prologue_records, kRecordWarpTokens * s, p.cache.data, sh.records[s], sh.valid[s], warp,
-                             lane);
+    if (s < tiles) issue_tile<kRecordBytes>(batch, s, sh.records[s], sh.valid[s], &sh.landed[s], warp, lane);
   }
-  codec::DecodeParams params = p.decode;
-  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   const float score_scale = p.sm_scale * 1.4426950408889634f;  // scores in the log2 domain
 
   float row_max[kSoftmaxHeads];  // the online softmax of the warp's heads (lane-uniform)
@@ -186,30 +224,28 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll 1
   for (int t = 0; t < tiles; ++t) {
     const int stage = t % kRing;
-    copy_async_wait<kRing - 2>();
-    __syncthreads();  // tile t landed for every warp, and every warp is done with tile t - 1
-    {
-      const int next_stage = (t + kRing - 1) % kRing;
-      issue_tile<kRecordBytes>(next_records, 0, p.cache.data, sh.records[next_stage], sh.valid[next_stage], warp, lane);
-      next_records =
-          load_record_address(p, row, begin + static_cast<std::int64_t>(t + kRing) * kTileTokens + token_of_lane, end);
+    __syncthreads();  // every warp is done with tile t - 1 (its stage and the score buffers)
+    if (const int tile = t + kRing - 1; tile < tiles) {
+      if (tile % kBatchTiles == 0) {  // the next batch was loaded a batch ago
+        batch = next_batch;
+        next_batch = load_address_batch(p, row, begin, end, tile + kBatchTiles, warp, lane);
+      }
+      issue_tile<kRecordBytes>(batch, tile, sh.records[tile % kRing], sh.valid[tile % kRing], &sh.landed[tile % kRing],
+                               warp, lane);
     }
+    bulk_barrier_wait(&sh.landed[stage], static_cast<std::uint32_t>(t / kRing) & 1u);
 
     // 1. Decode: key fragments of tokens 8 nt + g, this lane's group and RoPE pair.
     std::uint32_t kf[kTokenTiles][kKeyBlocks][2];
 #pragma unroll
     for (int nt = 0; nt < kTokenTiles; ++nt) {
-      const int token = 8 * nt + g;
-      alignas(16) std::uint16_t kv[codec::kLatentPerLane];
-      alignas(4) std::uint16_t pe[codec::kRopePerLane];
-      codec::decode_lane_bf16_bits<Codec>(group, sh.records[stage][token], params, kv, pe);
-      const auto* kw = reinterpret_cast<const std::uint32_t*>(kv);
+      std::uint32_t latent[8];
+      decode_key_fragment<Codec>(group, sh.records[stage][8 * nt + g], latent, kf[nt][kLatentBlocks][0]);
 #pragma unroll
       for (int kb = 0; kb < kLatentBlocks; ++kb) {
-        kf[nt][kb][0] = kw[2 * kb];
-        kf[nt][kb][1] = kw[2 * kb + 1];
+        kf[nt][kb][0] = latent[2 * kb];
+        kf[nt][kb][1] = latent[2 * kb + 1];
       }
-      kf[nt][kLatentBlocks][0] = *reinterpret_cast<const std::uint32_t*>(pe);
       kf[nt][kLatentBlocks][1] = 0;
     }
 
@@ -220,7 +256,11 @@ __global__ void __launch_bounds__(kThreads)
       for (int nt = 0; nt < kTokenTiles; ++nt) {
         float s[4] = {};
 #pragma unroll
-        for (int kb = 0; kb < kKeyBlocks; ++kb) mma_bf16_16816(s, qf[hg][kb], kf[nt][kb][0], kf[nt][kb][1]);
+        for (int kb = 0; kb < kLatentBlocks; ++kb) mma_bf16_16816(s, qf[hg][kb], kf[nt][kb][0], kf[nt][kb][1]);
+        float r[4] = {};  // RoPE, unscaled
+        mma_bf16_16816(r, qf[hg][kLatentBlocks], kf[nt][kLatentBlocks][0], kf[nt][kLatentBlocks][1]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[i] = s[i] * (1.0f / kLatentKeyScale<Codec>) + r[i];
         *reinterpret_cast<float2*>(&sh.partial[warp][16 * hg + g][8 * nt + 2 * c]) = make_float2(s[0], s[1]);
         *reinterpret_cast<float2*>(&sh.partial[warp][16 * hg + g + 8][8 * nt + 2 * c]) = make_float2(s[2], s[3]);
       }
@@ -267,14 +307,16 @@ __global__ void __launch_bounds__(kThreads)
     for (int hg = 0; hg < kGroups; ++hg) {
       const float r0 = sh.rescale[16 * hg + g];
       const float r1 = sh.rescale[16 * hg + g + 8];
+      if (__any_sync(0xFFFFFFFFu, r0 != 1.0f || r1 != 1.0f)) {  // once the maxima settle, mostly none
 #pragma unroll
-      for (int kb = 0; kb < kLatentBlocks; ++kb) {
+        for (int kb = 0; kb < kLatentBlocks; ++kb) {
 #pragma unroll
-        for (int b = 0; b < 2; ++b) {
-          acc[hg][kb][b][0] *= r0;
-          acc[hg][kb][b][1] *= r0;
-          acc[hg][kb][b][2] *= r1;
-          acc[hg][kb][b][3] *= r1;
+          for (int b = 0; b < 2; ++b) {
+            acc[hg][kb][b][0] *= r0;
+            acc[hg][kb][b][1] *= r0;
+            acc[hg][kb][b][2] *= r1;
+            acc[hg][kb][b][3] *= r1;
+          }
         }
       }
 #pragma unroll
@@ -289,7 +331,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  copy_async_wait<0>();  // no copy may outlive the block (the ring's tail issues empty groups or past-end tiles)
+  // No copy outlives the block: only tiles < tiles are issued, and each was waited for.
 
   // Epilogue: the softmax warps publish their sums; every warp normalizes its dims.
   if (lane == 0) {
@@ -309,13 +351,16 @@ __global__ void __launch_bounds__(kThreads)
       if (head >= p.heads) continue;
       const HeadTotals totals = finish_head(sh.row_sum[h], sh.row_max[h]);
       const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
-      // Accumulator columns 2c, 2c + 1 of n-tile (kb, b) are dims 4 kb + 2 b, + 1 of this lane's group.
+      // Accumulator column 2c + i of n-tile (kb, b) is fragment pair 2 kb + b, half i, of this lane's
+      // group: dims fragment_dim(2 kb, i) and the next one are pairs 2 kb and 2 kb + 1, half i.
+      const float scale = totals.inv_sum * (1.0f / kLatentKeyScale<Codec>);
 #pragma unroll
       for (int kb = 0; kb < kLatentBlocks; ++kb) {
 #pragma unroll
-        for (int b = 0; b < 2; ++b) {
-          store.store_pair(16 * group + 4 * kb + 2 * b, acc[hg][kb][b][2 * half] * totals.inv_sum,
-                           acc[hg][kb][b][2 * half + 1] * totals.inv_sum);
+        for (int i = 0; i < 2; ++i) {
+          static_assert(codec::fragment_dim(1, 0) == codec::fragment_dim(0, 0) + 1, "pairs 2kb, 2kb + 1 are adjacent");
+          store.store_pair(16 * group + codec::fragment_dim(2 * kb, i), acc[hg][kb][0][2 * half + i] * scale,
+                           acc[hg][kb][1][2 * half + i] * scale);
         }
       }
       if (warp == 0 && c == 0) *store.lse = totals.lse;

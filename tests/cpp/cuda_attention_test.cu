@@ -3,7 +3,8 @@
 // without a device): CUDA against the CPU reference for every format, head
 // count and entry count, with -1 / past-capacity / duplicate entries, topk_len
 // and empty rows; with and without a workspace; graph capture; guard bytes
-// around the cache stay untouched.
+// around the cache stay untouched; the split-dims kernel's key fragment
+// decode equals the codec's for every code and scale byte.
 //
 // Tolerance (the GPU weighs values with bf16 probabilities, as tensor cores
 // take them, and sums in another order): |gpu - cpu| <= 2^-8 max|value| +
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "attention_support.h"
+#include "codec/nvfp4.h"
+#include "codec/nvfp4_fragment.h"
 #include "cuda_support.h"
 
 namespace mlakv::test {
@@ -153,6 +156,59 @@ void expect_close(const Result& gpu, const Result& cpu, double value_scale, cons
       EXPECT_NEAR(gpu.lse[i], cpu.lse[i], 1e-3 * std::max(1.0f, std::fabs(cpu.lse[i]))) << what << ": lse[" << i << "]";
     }
   }
+}
+
+// decode_group_fragment against the codec's f32 decode times kFragmentScale,
+// for every scale byte (block) and every 16-bit code pattern: pattern p fills
+// codes 0..3, a different map of p codes 4..7 and each of the second word's,
+// so every code meets every position and the pairs see mixed codes. NaN
+// scales must give NaN (any payload). Counts the values it checked.
+__global__ void count_fragment_mismatches(unsigned long long* mismatches, unsigned long long* checked) {
+  using namespace mlakv::codec;
+  const auto sbyte = static_cast<std::uint8_t>(blockIdx.x);
+  const float s = decode_e4m3(sbyte);
+  unsigned long long bad = 0, seen = 0;
+  for (std::uint32_t pattern = threadIdx.x; pattern < 65536u; pattern += blockDim.x) {
+    alignas(16) std::uint32_t words[2] = {pattern | (((pattern * 40503u) & 0xFFFFu) << 16),
+                                          ((pattern ^ 0xA5C3u) & 0xFFFFu) | ((~pattern & 0xFFFFu) << 16)};
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(words);
+    std::uint32_t pairs[8];
+    decode_group_fragment(codes, sbyte, pairs);
+    float want[kNvfp4GroupSize];
+    decode_nvfp4_group(codes, s, 1.0f, want);
+    for (int p = 0; p < 8; ++p) {
+      for (int half = 0; half < 2; ++half) {
+        const auto got = static_cast<std::uint16_t>(half == 0 ? pairs[p] & 0xFFFFu : pairs[p] >> 16);
+        const float expected = want[fragment_dim(p, half)] * kFragmentScale;
+        const bool got_nan = (got & 0x7FFFu) > 0x7F80u;
+        const bool ok = expected != expected ? got_nan : got == encode_bf16(expected);
+        bad += ok ? 0 : 1;
+        ++seen;
+      }
+    }
+  }
+  atomicAdd(mismatches, bad);
+  atomicAdd(checked, seen);
+}
+
+TEST(cuda_key_fragment, nvfp4_fragment_decode_equals_the_codec_for_every_code_and_scale_byte) {
+  MLAKV_REQUIRE_GPU();
+  DeviceBuffer counts(2 * sizeof(unsigned long long));
+  cudaMemset(counts.get(), 0, counts.bytes());
+  auto* c = counts.get<unsigned long long>();
+  count_fragment_mismatches<<<256, 256>>>(c, c + 1);
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  const auto host = counts.download<unsigned long long>();
+  EXPECT_EQ(host[1], 256ull * 65536ull * 16ull);  // every scale byte, pattern and value
+  EXPECT_EQ(host[0], 0u);
+}
+
+TEST(cuda_key_fragment, fragment_dims_are_a_permutation_of_the_group) {
+  unsigned seen = 0;
+  for (int p = 0; p < 8; ++p) {
+    for (int half = 0; half < 2; ++half) seen |= 1u << mlakv::codec::fragment_dim(p, half);
+  }
+  EXPECT_EQ(seen, 0xFFFFu);
 }
 
 TEST(cuda_sparse_mla_decode, matches_the_cpu_for_every_format_head_count_and_entry_count) {
