@@ -64,6 +64,27 @@ __device__ __forceinline__ void decode_group_fragment(const std::uint8_t* codes,
   }
 }
 
+/// The same group with a per-token outer scale (the pts record): the values
+/// encode_bf16((decode_E2M1(code) * s) * outer) as the codec computes them,
+/// unscaled (a NaN may keep another payload). The products code * s come
+/// exact from the integer decode, and times outer * 2^8 (exact while
+/// |outer| < 2^120) they round once, as the codec's f32 product does. Returns
+/// false, writing nothing useful, for other outer scales (inf, NaN, huge):
+/// the caller then takes the codec's path.
+__device__ __forceinline__ bool decode_group_fragment_outer(const std::uint8_t* codes, std::uint8_t sbyte, float outer,
+                                                            std::uint32_t (&pairs)[8]) {
+  if (!(fabsf(outer) < 0x1p120f)) return false;
+  decode_group_fragment(codes, sbyte, pairs);
+  const float undo = outer * (1.0f / kFragmentScale);
+  MLAKV_UNROLL
+  for (int p = 0; p < 8; ++p) {
+    const float low = __uint_as_float(pairs[p] << 16) * undo;
+    const float high = __uint_as_float(pairs[p] & 0xFFFF0000u) * undo;
+    pairs[p] = bits_of(__floats2bfloat162_rn(low, high));
+  }
+  return true;
+}
+
 /// 16 values in dim order (8 words of 2) regrouped into fragment pairs.
 __device__ __forceinline__ void fragment_pairs_from_dim_order(const std::uint32_t (&in_order)[8],
                                                               std::uint32_t (&pairs)[8]) {

@@ -127,9 +127,12 @@ __device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_
                                                     std::uint32_t& rope) {
   const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
   if constexpr (Codec::kLatentOuterScale) {
-    alignas(16) std::uint16_t in_order[codec::kLatentPerLane];
-    codec::decode_latent_group_bf16(group, record, sbyte, Codec::latent_outer_scale(record), in_order);
-    codec::fragment_pairs_from_dim_order(*reinterpret_cast<const std::uint32_t(*)[8]>(in_order), latent);
+    const float outer = Codec::latent_outer_scale(record);
+    if (!codec::decode_group_fragment_outer(codec::group_codes(record, group), sbyte, outer, latent)) {
+      alignas(16) std::uint16_t in_order[codec::kLatentPerLane];  // an outer scale no writer makes
+      codec::decode_latent_group_bf16(group, record, sbyte, outer, in_order);
+      codec::fragment_pairs_from_dim_order(*reinterpret_cast<const std::uint32_t(*)[8]>(in_order), latent);
+    }
   } else {
     codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
   }

@@ -158,14 +158,22 @@ void expect_close(const Result& gpu, const Result& cpu, double value_scale, cons
   }
 }
 
-// decode_group_fragment against the codec's f32 decode times kFragmentScale,
-// for every scale byte (block) and every 16-bit code pattern: pattern p fills
-// codes 0..3, a different map of p codes 4..7 and each of the second word's,
-// so every code meets every position and the pairs see mixed codes. NaN
-// scales must give NaN (any payload). Counts the values it checked.
+// decode_group_fragment (y = 0) and decode_group_fragment_outer (y > 0, one
+// pts outer scale each) against the codec's f32 decode, for every scale byte
+// (x) and every 16-bit code pattern: pattern p fills codes 0..3, a different
+// map of p codes 4..7 and each of the second word's, so every code meets every
+// position and the pairs see mixed codes. A NaN value must come out NaN (any
+// payload); outer scales the fast path refuses must be refused exactly when
+// not below 2^120. Counts the values it checked.
+__device__ const float kOuterScales[] = {1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f, 0x1p-140f, -0.0f,
+                                         -5.5f, 0x1p119f, 0x1p120f, INFINITY, NAN};
+constexpr int kOuterScaleCount = 12;
+
 __global__ void count_fragment_mismatches(unsigned long long* mismatches, unsigned long long* checked) {
   using namespace mlakv::codec;
   const auto sbyte = static_cast<std::uint8_t>(blockIdx.x);
+  const bool with_outer = blockIdx.y > 0;
+  const float outer = with_outer ? kOuterScales[blockIdx.y - 1] : 1.0f;
   const float s = decode_e4m3(sbyte);
   unsigned long long bad = 0, seen = 0;
   for (std::uint32_t pattern = threadIdx.x; pattern < 65536u; pattern += blockDim.x) {
@@ -173,13 +181,22 @@ __global__ void count_fragment_mismatches(unsigned long long* mismatches, unsign
                                           ((pattern ^ 0xA5C3u) & 0xFFFFu) | ((~pattern & 0xFFFFu) << 16)};
     const auto* codes = reinterpret_cast<const std::uint8_t*>(words);
     std::uint32_t pairs[8];
-    decode_group_fragment(codes, sbyte, pairs);
+    float scale = kFragmentScale;
+    if (with_outer) {
+      const bool taken = decode_group_fragment_outer(codes, sbyte, outer, pairs);
+      if (taken != (fabsf(outer) < 0x1p120f)) ++bad;
+      ++seen;
+      if (!taken) continue;
+      scale = 1.0f;
+    } else {
+      decode_group_fragment(codes, sbyte, pairs);
+    }
     float want[kNvfp4GroupSize];
-    decode_nvfp4_group(codes, s, 1.0f, want);
+    decode_nvfp4_group(codes, s, outer, want);
     for (int p = 0; p < 8; ++p) {
       for (int half = 0; half < 2; ++half) {
         const auto got = static_cast<std::uint16_t>(half == 0 ? pairs[p] & 0xFFFFu : pairs[p] >> 16);
-        const float expected = want[fragment_dim(p, half)] * kFragmentScale;
+        const float expected = want[fragment_dim(p, half)] * scale;
         const bool got_nan = (got & 0x7FFFu) > 0x7F80u;
         const bool ok = expected != expected ? got_nan : got == encode_bf16(expected);
         bad += ok ? 0 : 1;
@@ -191,15 +208,18 @@ __global__ void count_fragment_mismatches(unsigned long long* mismatches, unsign
   atomicAdd(checked, seen);
 }
 
-TEST(cuda_key_fragment, nvfp4_fragment_decode_equals_the_codec_for_every_code_and_scale_byte) {
+TEST(cuda_key_fragment, nvfp4_fragment_decode_equals_the_codec_for_every_code_scale_byte_and_outer_scale) {
   MLAKV_REQUIRE_GPU();
   DeviceBuffer counts(2 * sizeof(unsigned long long));
   cudaMemset(counts.get(), 0, counts.bytes());
   auto* c = counts.get<unsigned long long>();
-  count_fragment_mismatches<<<256, 256>>>(c, c + 1);
+  count_fragment_mismatches<<<dim3(256, 1 + kOuterScaleCount), 256>>>(c, c + 1);
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   const auto host = counts.download<unsigned long long>();
-  EXPECT_EQ(host[1], 256ull * 65536ull * 16ull);  // every scale byte, pattern and value
+  // Every scale byte and pattern: 16 values without an outer scale; a refusal
+  // check plus 16 values for each of the 9 outer scales below 2^120, the refusal
+  // check alone for the 3 others.
+  EXPECT_EQ(host[1], 256ull * 65536ull * (16ull + 9ull * 17ull + 3ull));
   EXPECT_EQ(host[0], 0u);
 }
 
