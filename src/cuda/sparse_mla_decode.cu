@@ -91,7 +91,8 @@ inline constexpr bool kDecodesToBf16 = requires {
 };
 
 DecodeKernel kernel_for(bool decodes_to_bf16, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  const bool split = decodes_to_bf16 && heads <= 32 && 4 * rows >= multiprocessors;
+  // From about 32 rows on a 132-SM H200 (measured: 32 rows gain 8-15 %, 16 rows lose 9 %).
+  const bool split = decodes_to_bf16 && heads <= 32 && 5 * rows >= multiprocessors;
   return split ? DecodeKernel::kSplitDims : DecodeKernel::kSharedTile;
 }
 
