@@ -57,8 +57,10 @@ class MlaKvCacheWriter {
   /// Writes a step's tokens. An empty cache is a no-op (checked first); in
   /// compact mode a kv_cache_dtype naming no compact record (anything but
   /// "nvfp4_ds_mla") throws before the writer runs, and resolve_format picks
-  /// the compact record from the switches; k_pe (T, 1, 64) is squeezed and
-  /// slot_mapping flattened; the writer does every other check. The stock
+  /// the compact record from the switches; k_pe (T, 1, 64) is squeezed and a
+  /// (T, 1) slot column flattened (the stock writer's own rules, so a custom
+  /// registry's writer sees what the built-in one would); the writer does
+  /// every other check. The stock
   /// writer resolves the engine's kv_cache_dtype with the cache's record width.
   void update(const TensorView& kv_c, const TensorView& k_pe, const TensorView& kv_cache,
               const TensorView& slot_mapping, std::string_view kv_cache_dtype, const TensorView* k_scale,

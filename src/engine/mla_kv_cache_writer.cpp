@@ -30,30 +30,6 @@ class BuiltInRegistry final : public WriterRegistry {
   CompactWriter compact_writer() const override { return &concat_and_cache_nvfp4_mla_fp8_rope; }
 };
 
-// Any shape to 1-D when its elements are evenly strided (a (T, 1) column, a
-// contiguous block); otherwise unchanged, for the writer to reject.
-TensorView flattened(const TensorView& slots) {
-  if (slots.ndim == 1) return slots;
-  TensorView v = slots;
-  v.ndim = 1;
-  v.shape[0] = numel(slots);
-  v.strides[0] = 1;
-  std::int64_t expected = 1;
-  bool seen = false;
-  for (int d = slots.ndim - 1; d >= 0; --d) {
-    if (slots.shape[d] == 1) continue;
-    if (!seen) {
-      v.strides[0] = slots.strides[d];
-      expected = slots.strides[d];
-      seen = true;
-    } else if (slots.strides[d] != expected) {
-      return slots;
-    }
-    expected *= slots.shape[d];
-  }
-  return v;
-}
-
 }  // namespace
 
 const WriterRegistry& default_registry() {
@@ -92,7 +68,7 @@ void MlaKvCacheWriter::route(const TensorView& kv_c, const TensorView& k_pe, con
                           config_.per_token_scale, DType::kOther);
   const bool pts = format == Format::kNvfp4DsMlaFp8RopePts;
   const TensorView pe = api::squeeze_middle_unit_dim(k_pe);
-  const TensorView slots = flattened(slot_mapping);
+  const TensorView slots = api::flatten_column(slot_mapping);  // the stock writer's rules, for any registry
   if (run) {
     compact_(kv_c, pe, kv_cache, slots, k_scale, pts, stream);
   } else {
