@@ -89,6 +89,32 @@ def test_opcheck_decode_and_merge(fmt, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fp8_rope", [False, True])
+def test_opcheck_the_vllm_seams_write(device, fp8_rope):
+    fmt = "nvfp4_ds_mla_fp8_rope" if fp8_rope else "nvfp4_ds_mla"
+    kv_c, k_pe = inputs(fmt, 8, device)
+    slots = torch.arange(8, device=device)[:, None]
+    seam = ("nvfp4_ds_mla", fp8_rope, False)
+    opcheck(ops.mla_kv_cache_writer_update, (kv_c, k_pe, cache_for(fmt, 1, device), slots, "nvfp4_ds_mla", None, *seam))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_workspace_size_op_and_a_decode_through_the_workspace(device):
+    q = torch.randn(4, 16, 576).to(torch.bfloat16).to(device)
+    size = ops.sparse_mla_decode_workspace_size(4, 16, 2048, q.device)
+    assert size == mlakv.sparse_mla_decode_workspace_size(4, 16, 2048, q)
+    assert (size == 0) == (device == "cpu")
+    fmt = "nvfp4_ds_mla_fp8_rope"
+    _, _, cache, _ = written(fmt, 64, device)
+    idx = torch.randint(-1, 128, (4, 2048), dtype=torch.int32, generator=torch.Generator().manual_seed(2)).to(device)
+    workspace = torch.empty(max(size, 16), dtype=torch.uint8, device=device)
+    opcheck(ops.sparse_mla_decode, (fmt, q, cache, idx), {"workspace": workspace})
+    out, lse = ops.sparse_mla_decode(fmt, q, cache, idx, workspace=workspace)
+    want_out, want_lse = mlakv.sparse_mla_decode(q, cache, fmt, idx, workspace=workspace)
+    assert torch.equal(out, want_out) and torch.equal(lse, want_lse)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_ops_give_the_python_functions_results(device):
     fmt = "nvfp4_ds_mla_fp8_rope"
     kv_c, k_pe, cache, slots = written(fmt, 8, device)
