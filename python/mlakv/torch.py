@@ -7,6 +7,7 @@ imports ``mlakv.torch`` once, after which::
     torch.ops.mlakv.concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale)
     torch.ops.mlakv.concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, kv_cache, slot_mapping, scale, per_token_scale)
     kv_c, k_pe = torch.ops.mlakv.gather_records(format, kv_cache, slots, scale=None, rope_dtype="bf16", dtype=None)
+    torch.ops.mlakv.gather_records_out(format, kv_cache, slots, out)    # out [N, 576]: the prefill layout
     out = torch.ops.mlakv.gather_records_paged(format, kv_cache, block_table, seq_lens, cu_seq_lens, num_rows, ...)
     out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...)
     out, lse = torch.ops.mlakv.merge_attention_states(out_a, lse_a, out_b, lse_b)
@@ -152,7 +153,7 @@ _lib = torch.library.Library("mlakv", "DEF")
 
 
 def _define(schema: str, impl: Any, fake: Any) -> None:
-    name = schema.split("(")[0]
+    name = schema.split("(")[0]  # no overloads: opcheck tests only operators without them
     _lib.define(schema)
     _lib.impl(name, impl, "CPU")
     _lib.impl(name, impl, "CUDA")
@@ -316,6 +317,54 @@ _define(
     "ScalarType? dtype=None) -> (Tensor, Tensor)",
     _gather_records,
     _gather_records_fake,
+)
+
+
+def _prefill_out(format, slots, out):
+    """``out``'s [:, :nope] and [:, nope:] as the outputs, once it is [len(slots), nope + rope]."""
+    nope, rope = _widths(format)
+    rows = slots.shape[0] if slots.dim() >= 1 else 0
+    if out.dim() != 2 or out.shape[1] != nope + rope or out.shape[0] != rows:
+        Call("gather_records", format).value_error(
+            "out", f"shape must be (N, {nope + rope}) with N = len(slots) = {rows}", str(tuple(out.shape))
+        )
+    return nope, rope
+
+
+def _gather_records_out_call(views, format, kv_cache, slots, out, scale, rope_dtype, stream, run):
+    nope, rope = _prefill_out(format, slots, out)
+    out_view = views(out)
+    _raw.gather_records(
+        format,
+        views(kv_cache),
+        views(slots),
+        _columns(out_view, 0, nope, out.element_size()),
+        _columns(out_view, nope, rope, out.element_size()),
+        scale,
+        rope_dtype,
+        stream,
+        run,
+    )
+
+
+def _gather_records_out(format, kv_cache, slots, out, *, scale=None, rope_dtype="bf16"):
+    _gather_records_out_call(
+        _view, format, kv_cache, slots, out, _optional_view(scale), rope_dtype, _stream(kv_cache), True
+    )
+
+
+def _gather_records_out_fake(format, kv_cache, slots, out, *, scale=None, rope_dtype="bf16"):
+    _fake_checks(
+        lambda v: _gather_records_out_call(v, format, kv_cache, slots, out, v.scale(scale), rope_dtype, 0, False)
+    )
+
+
+# The prefill layout: one [N, 576] buffer the caller owns (the Python function's out=).
+_define(
+    "gather_records_out(str format, Tensor kv_cache, Tensor slots, Tensor(a!) out, *, Tensor? scale=None, "
+    'str rope_dtype="bf16") -> ()',
+    _gather_records_out,
+    _gather_records_out_fake,
 )
 
 

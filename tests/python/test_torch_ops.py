@@ -69,6 +69,9 @@ def test_opcheck_writer_and_readers(fmt, device):
         opcheck(ops.concat_and_cache_nvfp4_mla_fp8_rope, (kv_c, k_pe, cache, slots, None, fmt.endswith("pts")))
     opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device)})
     opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device), "dtype": torch.bfloat16})
+    width = sum(FORMATS[fmt]["geometry"][k] for k in ("nope_dims", "rope_dims"))
+    prefill = torch.empty(8, width, dtype=torch.bfloat16, device=device)
+    opcheck(ops.gather_records_out, (fmt, cache, slots, prefill), {"scale": scale_for(fmt, device)})
     i32 = {"dtype": torch.int32, "device": device}
     table, lens, cu = torch.tensor([[0, 1]], **i32), torch.tensor([8], **i32), torch.tensor([0, 8], **i32)
     opcheck(ops.gather_records_paged, (fmt, cache, table, lens, cu, 8), {"scale": scale_for(fmt, device)})
@@ -127,6 +130,11 @@ def test_ops_give_the_python_functions_results(device):
     kv, pe = ops.gather_records(fmt, cache, slots)
     kv_want, pe_want = mlakv.gather_records(fmt, cache, slots)
     assert torch.equal(kv, kv_want) and torch.equal(pe, pe_want) and kv.dtype == torch.float32
+    prefill = torch.empty(8, 576, dtype=torch.bfloat16, device=device)
+    ops.gather_records_out(fmt, cache, slots, prefill)
+    assert torch.equal(prefill, torch.cat([kv, pe], 1).to(torch.bfloat16))
+    with pytest.raises(ValueError, match=r"out: shape must be \(N, 576\) with N = len\(slots\) = 8, got \(7, 576\)$"):
+        ops.gather_records_out(fmt, cache, slots, prefill[:7])
     q = torch.randn(2, 16, 576).to(torch.bfloat16).to(device)
     idx = torch.tensor([[0, 1, 7, -1], [3, -1, 5, 2]], dtype=torch.int32, device=device)
     out, lse = ops.sparse_mla_decode(fmt, q, cache, idx)
@@ -191,6 +199,8 @@ def test_fake_readers_and_decode_refuse_what_the_real_calls_refuse(device):
         (ops.gather_records, ("fp8_ds_mla", cache, slots.int()), {}),
         (ops.gather_records, ("fp8_ds_mla", cache, slots), {"dtype": torch.float16}),
         (ops.gather_records, ("fp8_ds_mla", cache, slots), {"rope_dtype": "fp32"}),
+        (ops.gather_records_out, ("fp8_ds_mla", cache, slots, torch.empty(8, 576, device=device).half()), {}),
+        (ops.gather_records_out, ("fp8_ds_mla", cache, slots, cache[0, :8, :576]), {}),  # inside the cache
         (ops.sparse_mla_decode, ("fp8_ds_mla", q[..., :512], cache, idx), {}),
         (ops.sparse_mla_decode, ("fp8_ds_mla", q, cache, idx.long()), {}),
         (ops.merge_attention_states, (out, lse, out[:1], lse[:1]), {}),
