@@ -80,7 +80,7 @@ void gather_records(benchmark::State& state, Format format) {
 
 const int kRegistered = [] {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
-    if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;  // 512 + 64 token-major formats only
+    if (info.geometry.nope_dims != 512) continue;  // 512 + 64 token-major formats only
     benchmark::RegisterBenchmark(("write_records/" + std::string(info.id)).c_str(), write_records, info.format)
         ->Arg(4096)
         ->UseRealTime();

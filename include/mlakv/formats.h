@@ -22,6 +22,8 @@ enum class Format {
   kNvfp4DsMlaFp8RopePts,  ///< "nvfp4_ds_mla_fp8_rope_pts", 368 B
   kNvfp4Fp8DsMla,         ///< "nvfp4_fp8_ds_mla", 352 B
   kFp8DsMlaV4,            ///< "fp8_ds_mla_v4", 584 B (DeepSeek V4, block-planar page)
+  kFp8DsMlaV41,           ///< "fp8_ds_mla_v41", 528 B (DeepSeek V4.1 MXFP8)
+  kNvfp4DsMlaV41,         ///< "nvfp4_ds_mla_v41", 288 B (DeepSeek V4.1 FP4)
 };
 
 /// How a page (the bytes of one block of block_size tokens) holds its tokens.
@@ -42,7 +44,7 @@ struct PageLayout {
 
 /// The values of one token a format stores: kv_c holds nope_dims values, k_pe rope_dims.
 struct TokenGeometry {
-  int nope_dims;         ///< 512 (the latent) for the V3 family, 448 for DeepSeek V4
+  int nope_dims;         ///< 512 (the latent) for the V3 family, 448 for the DeepSeek V4 family
   int rope_dims;         ///< 64
   bool v_includes_rope;  ///< attention's V is kv_c ++ k_pe (DeepSeek V4), not kv_c alone
 };

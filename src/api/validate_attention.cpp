@@ -64,11 +64,11 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   const bool cuda = device.type == DeviceType::kCuda;
   // format: the decode reads the 512 + 64 geometry of token-major pages
   const FormatInfo& info = format_info(format);
-  check.require(
-      info.page.kind == PageKind::kTokenMajor, ErrorCode::kUnsupported, "format",
-      "sparse_mla_decode reads token-major formats of 512 latent + 64 RoPE values; DeepSeek V4's block-planar "
-      "pages (448 + 64) are not supported yet",
-      std::string(info.id));
+  check.require(info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == 512, ErrorCode::kUnsupported,
+                "format",
+                "sparse_mla_decode reads token-major formats of 512 latent + 64 RoPE values; the DeepSeek V4 "
+                "family's formats (448 + 64) are not supported yet",
+                std::string(info.id));
   // q
   check_dtype(check, "q", q, DType::kBFloat16);
   check_rank(check, "q", q, 3, "(R, H, " + str(kQueryDim) + ")");

@@ -7,10 +7,12 @@
 
 #include "codec/fp8_ds_mla.h"
 #include "codec/fp8_ds_mla_v4.h"
+#include "codec/fp8_ds_mla_v41.h"
 #include "codec/fp8_e4m3.h"
 #include "codec/nvfp4_ds_mla.h"
 #include "codec/nvfp4_ds_mla_fp8_rope.h"
 #include "codec/nvfp4_ds_mla_fp8_rope_pts.h"
+#include "codec/nvfp4_ds_mla_v41.h"
 #include "codec/nvfp4_fp8_ds_mla.h"
 #include "codec/raw16.h"
 #include "mlakv/formats.h"
@@ -22,12 +24,13 @@ struct Tag {
   using type = T;
 };
 
-/// Whether `format`'s pages are block-planar: its codec is reached through
-/// visit_page_codec, never visit_codec.
-inline bool is_block_planar(Format format) { return format_info(format).page.kind == PageKind::kBlockPlanar; }
+/// Whether `format` stores DeepSeek V4's token (448 NoPE + 64 RoPE values,
+/// block-planar or token-major): its codec encodes and decodes a token in
+/// independent parts and is reached through visit_part_codec, never visit_codec.
+inline bool is_part_coded(Format format) { return format_info(format).geometry.nope_dims != format::kLatentDim; }
 
-/// Calls fn(Tag<Codec>{}) for the codec of a token-major `format` (callers
-/// dispatch block-planar ones with visit_page_codec first).
+/// Calls fn(Tag<Codec>{}) for the codec of a 512 + 64 `format` (callers
+/// dispatch the DeepSeek V4 family with visit_part_codec first).
 template <class Fn>
 decltype(auto) visit_codec(Format format, Fn&& fn) {
   switch (format) {
@@ -48,15 +51,23 @@ decltype(auto) visit_codec(Format format, Fn&& fn) {
     case Format::kNvfp4Fp8DsMla:
       return fn(Tag<CodecNvfp4Fp8DsMla>{});
     case Format::kFp8DsMlaV4:
-      break;  // block-planar: visit_page_codec
+    case Format::kFp8DsMlaV41:
+    case Format::kNvfp4DsMlaV41:
+      break;  // the DeepSeek V4 family: visit_part_codec
   }
   return fn(Tag<CodecBf16>{});  // unreachable: every token-major enumerator is handled above
 }
 
-/// Calls fn(Tag<Codec>{}) for the codec of a block-planar `format`.
+/// Calls fn(Tag<Codec>{}) for the part codec of a DeepSeek V4 family
+/// `format`. A part codec writes and reads a token's data row and scale row
+/// (Codec::kDataRow, Codec::kScaleRow: their region and offset in the page)
+/// in Codec::kParts independent parts of Codec::kPartValues values each, the
+/// values of part p being [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
 template <class Fn>
-decltype(auto) visit_page_codec(Format /*format*/, Fn&& fn) {
-  return fn(Tag<CodecFp8DsMlaV4>{});  // the one block-planar format so far
+decltype(auto) visit_part_codec(Format format, Fn&& fn) {
+  if (format == Format::kFp8DsMlaV41) return fn(Tag<CodecFp8DsMlaV41>{});
+  if (format == Format::kNvfp4DsMlaV41) return fn(Tag<CodecNvfp4DsMlaV41>{});
+  return fn(Tag<CodecFp8DsMlaV4>{});
 }
 
 /// Calls fn(std::integral_constant<InputDtype, D>{}) for a runtime input dtype.

@@ -16,9 +16,12 @@ namespace mlakv::codec {
 
 struct CodecFp8DsMlaV4 {
   using Spec = format::FormatDsv4Fp8Sparse;
-  static constexpr bool kBlockPlanar = true;
   static constexpr int kNope = Spec::kNopeDims;
   static constexpr int kRope = Spec::kRopeDims;
+  /// The token's two rows as the writers and readers address them: the data
+  /// row and the scale row, in their regions of the page.
+  static constexpr format::Field kDataRow{0, Spec::kDataRowBytes, format::kDataRegion};
+  static constexpr format::Field kScaleRow{0, Spec::kScaleRowBytes, format::kScaleRegion};
 
   /// The UE8M0 byte e + 127 of a tile, e the smallest integer with
   /// 2^e >= max(amax, 1e-4) / 448 (one f32 division): vLLM's writer, which

@@ -18,7 +18,7 @@ void store_row(const float* values, int n, Out* out) {
   }
 }
 
-// A block-planar page: the token's data row and scale row, decoded together.
+// The DeepSeek V4 family: the token's data row and scale row, decoded together.
 template <class Out, class Codec>
 void gather_rows(const kernels::GatherParams& p) {
   parallel_for(p.num_rows, [&p](std::int64_t row) {
@@ -27,8 +27,9 @@ void gather_rows(const kernels::GatherParams& p) {
     const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
     if (kernels::slot_in_range(p.cache, slot)) {
       const kernels::PagePosition at = kernels::page_position(p.cache, slot);
-      Codec::decode_token(kernels::field_address(p.cache, at, format::kDataRegion, 0),
-                          kernels::field_address(p.cache, at, format::kScaleRegion, 0), nope, rope);
+      Codec::decode_token(kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
+                          kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), nope,
+                          rope);
     }
     store_row(nope, Codec::kNope, static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out);
     store_row(rope, Codec::kRope, static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out);
@@ -37,8 +38,8 @@ void gather_rows(const kernels::GatherParams& p) {
 
 template <class Out>
 void gather(const kernels::GatherParams& p) {
-  if (codec::is_block_planar(p.format)) {
-    codec::visit_page_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) { gather_rows<Out, Codec>(p); });
+  if (codec::is_part_coded(p.format)) {
+    codec::visit_part_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) { gather_rows<Out, Codec>(p); });
     return;
   }
   codec::visit_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) {

@@ -9,10 +9,11 @@
 namespace mlakv::cpu {
 namespace {
 
-// A block-planar page: the token's data row and scale row, each encoded locally and stored once.
+// The DeepSeek V4 family: the token's data row and scale row (in their
+// regions of a block-planar page, or both in the token's record), each encoded
+// locally and stored once.
 template <class Codec, codec::InputDtype kDtype>
 void write_rows(const kernels::WriteParams& p) {
-  using Spec = typename Codec::Spec;
   parallel_for(p.num_tokens, [&p](std::int64_t t) {
     const std::int64_t slot = p.slot_mapping[t];
     if (!kernels::slot_in_range(p.cache, slot)) return;
@@ -20,20 +21,22 @@ void write_rows(const kernels::WriteParams& p) {
     std::uint16_t rope[Codec::kRope];
     std::memcpy(nope, p.kv_c + t * p.stride_kv_c, sizeof(nope));
     std::memcpy(rope, p.k_pe + t * p.stride_k_pe, sizeof(rope));
-    std::uint8_t data_row[Spec::kDataRowBytes];
-    std::uint8_t scale_row[Spec::kScaleRowBytes];
+    std::uint8_t data_row[Codec::kDataRow.bytes];
+    std::uint8_t scale_row[Codec::kScaleRow.bytes];
     Codec::template encode_token<kDtype>(nope, rope, data_row, scale_row);
     const kernels::PagePosition at = kernels::page_position(p.cache, slot);
-    std::memcpy(kernels::field_address(p.cache, at, format::kDataRegion, 0), data_row, sizeof(data_row));
-    std::memcpy(kernels::field_address(p.cache, at, format::kScaleRegion, 0), scale_row, sizeof(scale_row));
+    std::memcpy(kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset), data_row,
+                sizeof(data_row));
+    std::memcpy(kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), scale_row,
+                sizeof(scale_row));
   });
 }
 
 }  // namespace
 
 void write_records(const kernels::WriteParams& p) {
-  if (codec::is_block_planar(p.format)) {
-    codec::visit_page_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) {
+  if (codec::is_part_coded(p.format)) {
+    codec::visit_part_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) {
       codec::visit_input_dtype(p.dtype,
                                [&p]<codec::InputDtype kDtype>(std::integral_constant<codec::InputDtype, kDtype>) {
                                  write_rows<Codec, kDtype>(p);

@@ -158,7 +158,7 @@ cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
 
 cudaError_t gather_records(const kernels::GatherParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
-  if (codec::is_block_planar(p.format)) return gather_pages(p, stream);
+  if (codec::is_part_coded(p.format)) return gather_pages(p, stream);
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     return p.out_dtype == kernels::OutDtype::kFloat32 ? launch<Codec, float>(p, stream)
                                                       : launch<Codec, std::uint16_t>(p, stream);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA writer and reader of block-planar pages (DeepSeek V4): one thread per
-// (token, part) over the same codec as the CPU reference; a part (a tile of
-// NoPE values, or the RoPE and the pad) writes or reads only its own bytes,
-// which format::page_offset places in the token's data row and scale row.
+// CUDA writer and reader of the DeepSeek V4 family (block-planar V4 pages,
+// token-major V4.1 records): one thread per (token, part) over the same part
+// codec as the CPU reference; a part (a tile, or V4's RoPE and pad) writes or
+// reads only its own bytes, which format::page_offset places in the token's
+// data row and scale row.
 #include <cuda_runtime.h>
 
 #include "codec/codecs.h"
@@ -24,9 +25,10 @@ __global__ void encode_pages_kernel(const kernels::WriteParams p) {
   // Rows are 4-byte aligned (validated): read as 16-bit values.
   const auto* nope = reinterpret_cast<const std::uint16_t*>(p.kv_c + token * p.stride_kv_c);
   const auto* rope = reinterpret_cast<const std::uint16_t*>(p.k_pe + token * p.stride_k_pe);
-  Codec::template encode_part<kDtype>(static_cast<int>(job % Codec::kParts), nope, rope,
-                                      kernels::field_address(p.cache, at, format::kDataRegion, 0),
-                                      kernels::field_address(p.cache, at, format::kScaleRegion, 0));
+  Codec::template encode_part<kDtype>(
+      static_cast<int>(job % Codec::kParts), nope, rope,
+      kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
+      kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset));
 }
 
 template <class Codec, class Out>
@@ -39,12 +41,13 @@ __global__ void decode_pages_kernel(const kernels::GatherParams p) {
   const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
   if (kernels::slot_in_range(p.cache, slot)) {
     const kernels::PagePosition at = kernels::page_position(p.cache, slot);
-    Codec::decode_part(part, kernels::field_address(p.cache, at, format::kDataRegion, 0),
-                       kernels::field_address(p.cache, at, format::kScaleRegion, 0), values);
+    Codec::decode_part(part, kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
+                       kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), values);
   }
-  const bool nope = part < Codec::Spec::kTiles;
-  Out* out = nope ? static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + part * Codec::kPartValues
-                  : static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out;
+  // Part p holds values [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
+  const int start = part * Codec::kPartValues;
+  Out* out = start < Codec::kNope ? static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + start
+                                  : static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + (start - Codec::kNope);
   for (int i = 0; i < Codec::kPartValues; ++i) {
     // The CPU reader's stores: one canonical f32 NaN, or bf16 with every NaN 0x7FFF.
     if constexpr (sizeof(Out) == sizeof(float)) {
@@ -63,7 +66,7 @@ unsigned blocks_for(std::int64_t jobs) {
 
 cudaError_t write_pages(const kernels::WriteParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return cudaSuccess;
-  return codec::visit_page_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
+  return codec::visit_part_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     const unsigned blocks = blocks_for(p.num_tokens * Codec::kParts);
     if (p.dtype == codec::InputDtype::kBf16) {
       encode_pages_kernel<Codec, codec::InputDtype::kBf16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
@@ -76,7 +79,7 @@ cudaError_t write_pages(const kernels::WriteParams& p, cudaStream_t stream) {
 
 cudaError_t gather_pages(const kernels::GatherParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
-  return codec::visit_page_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
+  return codec::visit_part_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     const unsigned blocks = blocks_for(p.num_rows * Codec::kParts);
     if (p.out_dtype == kernels::OutDtype::kFloat32) {
       decode_pages_kernel<Codec, float><<<blocks, kThreadsPerBlock, 0, stream>>>(p);

@@ -153,7 +153,7 @@ cudaError_t launch(const kernels::WriteParams& p, cudaStream_t stream) {
 
 cudaError_t write_records(const kernels::WriteParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return cudaSuccess;
-  if (codec::is_block_planar(p.format)) return write_pages(p, stream);
+  if (codec::is_part_coded(p.format)) return write_pages(p, stream);
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     // A 16-bit record only ever receives its own dtype (validated), so only that variant is built.
     if constexpr (requires { Codec::kElementDtype; }) {

@@ -78,9 +78,22 @@ constexpr FieldInfo kFp8DsMlaV4Fields[] = {
           FormatDsv4Fp8Sparse::kTileSize),
     field("scale_pad", FormatDsv4Fp8Sparse::kScalePad, "zero", "zero"),
 };
-// DeepSeek V4: 448 NoPE + 64 RoPE values, V = all 512.
+// The DeepSeek V4 family: 448 NoPE + 64 RoPE values, V = all 512.
 constexpr TokenGeometry kV4Geometry{FormatDsv4Fp8Sparse::kNopeDims, FormatDsv4Fp8Sparse::kRopeDims,
                                     FormatDsv4Fp8Sparse::kVIncludesRope};
+
+constexpr FieldInfo kFp8DsMlaV41Fields[] = {
+    field("codes", FormatDsv41Mxfp8::kCodes, "512 x E4M3(x / 2^e), NoPE ++ RoPE, 16 tiles of 32", "E4M3",
+          FormatDsv41Mxfp8::kTileSize),
+    field("tile_scales", FormatDsv41Mxfp8::kScales, "16 x UE8M0 e + 127, 2^e >= max(amax, 1e-4) / 448", "UE8M0",
+          FormatDsv41Mxfp8::kTileSize),
+};
+constexpr FieldInfo kNvfp4DsMlaV41Fields[] = {
+    field("codes", FormatDsv41Fp4::kCodes, "packed E2M1 of x / s, NoPE ++ RoPE, 32 tiles of 16", "E2M1x2",
+          FormatDsv41Fp4::kTileSize),
+    field("tile_scales", FormatDsv41Fp4::kScales, "32 x E4M3 s = RN(clamp(amax / 6, 2^-9, 448)), in order", "E4M3",
+          FormatDsv41Fp4::kTileSize),
+};
 
 constexpr EngineName kBf16Names[] = {{"auto", "vLLM, bf16 model"}};
 constexpr EngineName kFp16Names[] = {{"auto", "vLLM, fp16 model"}};
@@ -92,8 +105,14 @@ constexpr EngineName kNvfp4DsMlaFp8RopePtsNames[] = {
     {"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=1, per-token scale", true, true}};
 constexpr EngineName kNvfp4Fp8DsMlaNames[] = {{"nvfp4_ds_mla", "upstream vLLM"}};
 constexpr EngineName kFp8DsMlaV4Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA / SGLang, DeepSeek V4"}};
+// vLLM's DeepSeek V4.1 attention: fp8_ds_mla with the MXFP8 record, and
+// nvfp4_ds_mla, whose sliding-window cache keeps the MXFP8 record and whose
+// compressed cache is the FP4 one.
+constexpr EngineName kFp8DsMlaV41Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA, DeepSeek V4.1 MXFP8"},
+                                            {"nvfp4_ds_mla", "vLLM, DeepSeek V4.1 sliding-window cache"}};
+constexpr EngineName kNvfp4DsMlaV41Names[] = {{"nvfp4_ds_mla", "vLLM / FlashMLA, DeepSeek V4.1 compressed cache"}};
 
-const std::array<FormatInfo, 9> kFormats = {{
+const std::array<FormatInfo, 11> kFormats = {{
     {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
      "vLLM auto cache, bf16 model", kBf16Fields, kBf16Names, kLatent512, token_major(FormatBf16::kRecordBytes)},
     {Format::kFp16, "fp16", FormatFp16::kRecordBytes, kCacheAlignment, "fp16 kv_c | fp16 k_pe",
@@ -122,6 +141,12 @@ const std::array<FormatInfo, 9> kFormats = {{
      "DeepSeek V4 (FlashMLA V4, vLLM, SGLang)", kFp8DsMlaV4Fields, kFp8DsMlaV4Names, kV4Geometry,
      PageLayout{mlakv::PageKind::kBlockPlanar, FormatDsv4Fp8Sparse::kDataRowBytes, FormatDsv4Fp8Sparse::kScaleRowBytes,
                 FormatDsv4Fp8Sparse::kPageMultiple}},
+    {Format::kFp8DsMlaV41, "fp8_ds_mla_v41", FormatDsv41Mxfp8::kRecordBytes, kCacheAlignment,
+     "E4M3 NoPE ++ RoPE in 16 tiles of 32 | 16 UE8M0 tile scales", "DeepSeek V4.1 MXFP8 (FlashMLA V41)",
+     kFp8DsMlaV41Fields, kFp8DsMlaV41Names, kV4Geometry, token_major(FormatDsv41Mxfp8::kRecordBytes)},
+    {Format::kNvfp4DsMlaV41, "nvfp4_ds_mla_v41", FormatDsv41Fp4::kRecordBytes, kCacheAlignment,
+     "E2M1 NoPE ++ RoPE in 32 tiles of 16 | 32 E4M3 tile scales", "DeepSeek V4.1 FP4 (FlashMLA V41_FP4)",
+     kNvfp4DsMlaV41Fields, kNvfp4DsMlaV41Names, kV4Geometry, token_major(FormatDsv41Fp4::kRecordBytes)},
 }};
 
 }  // namespace

@@ -160,6 +160,51 @@ static_assert(tiles_rows(FormatDsv4Fp8Sparse::kFields, FormatDsv4Fp8Sparse::kDat
 static_assert(FormatDsv4Fp8Sparse::kDataRowBytes % kCacheAlignment == 0,
               "the scale region of every page starts 16-byte aligned");
 
+// DeepSeek V4.1's token-major records (FlashMLA ModelType::V41 / V41_FP4,
+// csrc/cuda_kernels/kv_cache_format.h): the whole 512-value row (448 NoPE ++
+// 64 RoPE) is quantized, its codes first, then its 1-byte scales; records are
+// side by side, the page needs no padding. FlashMLA's kernels read a record
+// stride of exactly kRecordBytes and a block stride that is a multiple of it.
+struct FormatDsv41Mxfp8 {
+  static constexpr PageKind kPage = PageKind::kTokenMajor;
+  static constexpr int kNopeDims = 448;
+  static constexpr int kRopeDims = 64;
+  static constexpr bool kVIncludesRope = true;
+  static constexpr int kTileSize = 32;  // values per UE8M0 scale
+  static constexpr int kTiles = (kNopeDims + kRopeDims) / kTileSize;
+  static constexpr Field kCodes{0, kNopeDims + kRopeDims};  // E4M3(x / 2^e), RoPE included
+  static constexpr Field kScales{kCodes.end(), kTiles};     // UE8M0: e + 127
+  static constexpr Field kFields[] = {kCodes, kScales};
+  static constexpr int kRecordBytes = kScales.end();
+  /// The amax floor of the UE8M0 rule (shared with the V4 page: vLLM's writers).
+  static constexpr float kAmaxFloor = 1e-4f;
+};
+static_assert(FormatDsv41Mxfp8::kRecordBytes == 528 && FormatDsv41Mxfp8::kTiles == 16);
+static_assert(tiles_record<FormatDsv41Mxfp8::kRecordBytes>(FormatDsv41Mxfp8::kFields));
+
+struct FormatDsv41Fp4 {
+  static constexpr PageKind kPage = PageKind::kTokenMajor;
+  static constexpr int kNopeDims = 448;
+  static constexpr int kRopeDims = 64;
+  static constexpr bool kVIncludesRope = true;
+  static constexpr int kTileSize = 16;  // values per E4M3 scale
+  static constexpr int kTiles = (kNopeDims + kRopeDims) / kTileSize;
+  static constexpr Field kCodes{0, (kNopeDims + kRopeDims) / 2};  // packed E2M1, even value in the low nibble
+  static constexpr Field kScales{kCodes.end(), kTiles};           // E4M3 RN(clamp(amax / 6, 2^-9, 448)), in order
+  static constexpr Field kFields[] = {kCodes, kScales};
+  static constexpr int kRecordBytes = kScales.end();
+  static constexpr float kMinScale = 0x1p-9f;  // E4M3's smallest subnormal: a zero tile's scale
+  static constexpr float kMaxScale = 448.0f;
+};
+static_assert(FormatDsv41Fp4::kRecordBytes == 288 && FormatDsv41Fp4::kTiles == 32);
+static_assert(tiles_record<FormatDsv41Fp4::kRecordBytes>(FormatDsv41Fp4::kFields));
+static_assert(FormatDsv41Mxfp8::kNopeDims % FormatDsv41Mxfp8::kTileSize == 0 &&
+                  FormatDsv41Fp4::kNopeDims % FormatDsv41Fp4::kTileSize == 0,
+              "no tile straddles the NoPE and the RoPE values");
+static_assert(FormatDsv41Mxfp8::kRecordBytes % kCacheAlignment == 0 &&
+                  FormatDsv41Fp4::kRecordBytes % kCacheAlignment == 0,
+              "dense V4.1 caches qualify");
+
 // Every group's scale byte is its own byte of the scale field: a permutation.
 constexpr bool permutes_group_scales() {
   bool seen[kNvfp4Groups] = {};

@@ -22,6 +22,8 @@ TEST(format_registry, ids_and_record_sizes_match_abi) {
       {"nvfp4_ds_mla_fp8_rope_pts", 368},
       {"nvfp4_fp8_ds_mla", 352},
       {"fp8_ds_mla_v4", 584},
+      {"fp8_ds_mla_v41", 528},
+      {"nvfp4_ds_mla_v41", 288},
   };
   ASSERT_EQ(mlakv::formats().size(), std::size(expected));
   for (std::size_t i = 0; i < std::size(expected); ++i) {
@@ -73,12 +75,13 @@ TEST(format_registry, v4_page_is_block_planar_with_448_nope_and_64_rope_values) 
   EXPECT_EQ(v4.fields[2].region, mlakv::kScaleRegion);
 }
 
-TEST(format_registry, v3_family_is_token_major_with_512_latent_and_64_rope_values) {
+TEST(format_registry, token_major_formats_have_no_scale_rows_and_unpadded_pages) {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
     if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;
-    EXPECT_EQ(info.geometry.nope_dims, 512) << info.id;
     EXPECT_EQ(info.geometry.rope_dims, 64) << info.id;
-    EXPECT_FALSE(info.geometry.v_includes_rope) << info.id;
+    const bool v4_family = info.format == Format::kFp8DsMlaV41 || info.format == Format::kNvfp4DsMlaV41;
+    EXPECT_EQ(info.geometry.nope_dims, v4_family ? 448 : 512) << info.id;
+    EXPECT_EQ(info.geometry.v_includes_rope, v4_family) << info.id;
     EXPECT_EQ(info.page.scale_row_bytes, 0) << info.id;
     EXPECT_EQ(mlakv::page_bytes(info, 64), 64 * info.record_bytes) << info.id;
   }
@@ -128,7 +131,9 @@ TEST(format_registry, unknown_id_lists_accepted_ones) {
     EXPECT_EQ(e.code(), mlakv::ErrorCode::kValue);
     EXPECT_EQ(std::string(e.what()),
               "mlakv::parse_format: format: unknown id 'nvfp4', expected one of bf16, fp16, fp8_e4m3, fp8_ds_mla, "
-              "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4");
+              "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4, "
+              "fp8_ds_mla_v41, "
+              "nvfp4_ds_mla_v41");
   }
 }
 

@@ -349,7 +349,7 @@ TEST(fp8_ds_mla_v4_validation, sparse_decode_refuses_the_v4_page) {
                                        mlakv::make_view(&lse, DType::kFloat32, {1, 1}));
             }),
             "mlakv::sparse_mla_decode(fp8_ds_mla_v4): format: sparse_mla_decode reads token-major formats of 512 "
-            "latent + 64 RoPE values; DeepSeek V4's block-planar pages (448 + 64) are not supported yet, got "
+            "latent + 64 RoPE values; the DeepSeek V4 family's formats (448 + 64) are not supported yet, got "
             "fp8_ds_mla_v4");
 }
 

@@ -41,7 +41,7 @@ const TensorView kScaleOne = mlakv::make_view(&g_one, DType::kFloat32, {1});
 
 TEST(writer, writes_only_in_range_slots_and_leaves_guard_pages_untouched) {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
-    if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;  // block-planar pages: fp8_ds_mla_v4_test
+    if (info.geometry.nope_dims != 512) continue;  // the DeepSeek V4 family: fp8_ds_mla_v4_test, v41_records_test
     SCOPED_TRACE(std::string(info.id));
     constexpr std::int64_t kBlocks = 3, kBlockSize = 64, kCapacity = kBlocks * kBlockSize;
     // Larger-than-dense strides: 16 spare bytes per slot, 32 per block.
@@ -103,7 +103,7 @@ TEST(writer, empty_slot_mapping_changes_nothing) {
 
 TEST(writer, uses_only_the_first_t_rows_and_honours_row_strides) {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
-    if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;  // block-planar pages: fp8_ds_mla_v4_test
+    if (info.geometry.nope_dims != 512) continue;  // the DeepSeek V4 family: fp8_ds_mla_v4_test, v41_records_test
     SCOPED_TRACE(std::string(info.id));
     const DType dtype = input_dtype_for(info.format);
     Inputs dense(4, dtype, 11);
@@ -242,7 +242,8 @@ TEST(concat_and_cache_mla, nvfp4_ds_mla_cache_of_neither_width_names_the_records
     EXPECT_EQ(std::string(e.what()),
               "mlakv::concat_and_cache_mla(nvfp4_ds_mla): kv_cache: record bytes must be those of one of the records "
               "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
-              "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 368");
+              "nvfp4_fp8_ds_mla (352 B, upstream vLLM), fp8_ds_mla_v41 (528 B, vLLM, DeepSeek V4.1 sliding-window "
+              "cache), nvfp4_ds_mla_v41 (288 B, vLLM / FlashMLA, DeepSeek V4.1 compressed cache), got 368");
   }
   EXPECT_EQ(cache, std::vector<std::uint8_t>(2 * 368, 0xAB));
 }
@@ -285,7 +286,7 @@ TEST(concat_and_cache_nvfp4_mla_fp8_rope, per_token_scale_selects_the_pts_record
 
 TEST(gather_records, decodes_written_records_and_zeros_out_of_range_slots) {
   for (const mlakv::FormatInfo& info : mlakv::formats()) {
-    if (info.page.kind != mlakv::PageKind::kTokenMajor) continue;  // block-planar pages: fp8_ds_mla_v4_test
+    if (info.geometry.nope_dims != 512) continue;  // the DeepSeek V4 family: fp8_ds_mla_v4_test, v41_records_test
     SCOPED_TRACE(std::string(info.id));
     const DType dtype = input_dtype_for(info.format);
     Inputs in(4, dtype, 13);

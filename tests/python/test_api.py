@@ -24,8 +24,9 @@ RECORD_BYTES = {
     "nvfp4_ds_mla_fp8_rope_pts": 368,
     "nvfp4_fp8_ds_mla": 352,
 }
-# DeepSeek V4's block-planar page (448 NoPE + 64 RoPE values): test_fp8_ds_mla_v4_* below.
-V4_RECORD_BYTES = {"fp8_ds_mla_v4": 584}
+# The DeepSeek V4 family (448 NoPE + 64 RoPE values): V4's block-planar page and
+# V4.1's token-major records, test_fp8_ds_mla_v4_* and test_v41_* below.
+V4_RECORD_BYTES = {"fp8_ds_mla_v4": 584, "fp8_ds_mla_v41": 528, "nvfp4_ds_mla_v41": 288}
 
 
 def test_formats_lists_the_abi_formats_with_fields_geometry_and_page():
@@ -54,6 +55,20 @@ def test_formats_lists_the_abi_formats_with_fields_geometry_and_page():
         ("tile_scales", "scale", "UE8M0", 64),
         ("scale_pad", "scale", "zero", 0),
     ]
+    for fid, code_element, tile in (("fp8_ds_mla_v41", "E4M3", 32), ("nvfp4_ds_mla_v41", "E2M1x2", 16)):
+        v41 = next(f for f in fmts if f["id"] == fid)
+        assert v41["page"] == {
+            "kind": "token_major",
+            "data_row_bytes": v41["record_bytes"],
+            "scale_row_bytes": 0,
+            "page_multiple": 1,
+        }
+        assert v41["geometry"] == {"nope_dims": 448, "rope_dims": 64, "v_includes_rope": True}
+        scale_element = "UE8M0" if fid == "fp8_ds_mla_v41" else "E4M3"
+        assert [(x["name"], x["region"], x["element"], x["group"]) for x in v41["fields"]] == [
+            ("codes", "data", code_element, tile),
+            ("tile_scales", "data", scale_element, tile),
+        ]
 
 
 def test_fp8_ds_mla_v4_round_trips_through_the_engines_view_of_a_page():
@@ -70,6 +85,31 @@ def test_fp8_ds_mla_v4_round_trips_through_the_engines_view_of_a_page():
     np.testing.assert_allclose(nope[:4], row[:4, :448].astype(np.float32), rtol=1 / 16, atol=2.0**-10)
     assert not nope[4].any() and not rope[4].any()
     assert mlakv.resolve_format("fp8_ds_mla", 584) == "fp8_ds_mla_v4"
+
+
+@pytest.mark.parametrize(
+    ("name", "record_bytes", "fid"), [("fp8_ds_mla", 528, "fp8_ds_mla_v41"), ("nvfp4_ds_mla", 288, "nvfp4_ds_mla_v41")]
+)
+def test_v41_records_round_trip_through_the_engines_view_of_a_cache(name, record_bytes, fid):
+    rng = np.random.default_rng(5)
+    row = rng.standard_normal((5, 512)).astype(BF16)  # an engine's [T, 512]: 448 NoPE + 64 RoPE
+    cache = np.full((3, 64, record_bytes), 0xAB, np.uint8)
+    slots = np.array([0, 63, 64, 130, -1])
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], cache, slots, name)  # the width picks the V4.1 record
+    written = np.zeros(3 * 64, bool)
+    written[slots[:4]] = True
+    assert (cache.reshape(3 * 64, -1)[~written] == 0xAB).all()  # other records untouched
+    nope, rope = mlakv.gather_records(fid, cache, slots)
+    assert nope.shape == (5, 448) and rope.shape == (5, 64)
+    got = np.concatenate([nope[:4], rope[:4]], axis=1)
+    want = row[:4].astype(np.float32)
+    if fid == "fp8_ds_mla_v41":
+        np.testing.assert_allclose(got, want, rtol=1 / 16, atol=2.0**-10)
+    else:  # E2M1: within half a step (a quarter of the value's binade) or one tile scale
+        tile_amax = np.abs(want).reshape(4, 32, 16).max(axis=2).repeat(16, axis=1)
+        assert (np.abs(got - want) <= np.maximum(np.abs(want) / 4, tile_amax / 6 * 1.07)).all()
+    assert not nope[4].any() and not rope[4].any()
+    assert mlakv.resolve_format(name, record_bytes) == fid
 
 
 def test_capabilities_cover_every_format_on_the_cpu():

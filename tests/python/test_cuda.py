@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
-RECORD_BYTES = {f["id"]: f["record_bytes"] for f in mlakv.formats() if f["page"]["kind"] == "token_major"}
+RECORD_BYTES = {f["id"]: f["record_bytes"] for f in mlakv.formats() if f["geometry"]["nope_dims"] == 512}
 ENGINE = {"bf16": "auto", "fp16": "auto"}
 
 

@@ -30,6 +30,9 @@ VECTORS = Path(__file__).parents[1] / "data" / "vectors"
         ("fp8_ds_mla", 656, False, False, "fp8_ds_mla"),
         ("fp8_ds_mla", 656, True, True, "fp8_ds_mla"),
         ("fp8_ds_mla", 584, False, False, "fp8_ds_mla_v4"),
+        ("fp8_ds_mla", 528, False, False, "fp8_ds_mla_v41"),
+        ("nvfp4_ds_mla", 528, False, False, "fp8_ds_mla_v41"),
+        ("nvfp4_ds_mla", 288, False, False, "nvfp4_ds_mla_v41"),
     ],
 )
 def test_engine_names_resolve_by_width_and_switches(name, record_bytes, fp8_rope, per_token_scale, want):
@@ -83,7 +86,8 @@ def test_ambiguous_name_without_width_raises_naming_the_candidates():
     assert str(info.value) == (
         "mlakv::resolve_format(nvfp4_ds_mla): kv_cache_dtype: names several records, the cache's record width picks "
         "one of nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), nvfp4_fp8_ds_mla (352 B, upstream vLLM), "
-        "got 'nvfp4_ds_mla' without a record width"
+        "fp8_ds_mla_v41 (528 B, vLLM, DeepSeek V4.1 sliding-window cache), nvfp4_ds_mla_v41 (288 B, vLLM / "
+        "FlashMLA, DeepSeek V4.1 compressed cache), got 'nvfp4_ds_mla' without a record width"
     )
 
 
