@@ -194,13 +194,14 @@ def test_fake_readers_and_decode_refuse_what_the_real_calls_refuse(device):
     idx = torch.zeros(2, 4, dtype=torch.int32, device=device)
     out = torch.zeros(2, 16, 512, dtype=torch.bfloat16, device=device)
     lse = torch.zeros(2, 16, dtype=torch.float32, device=device)
+    inside_cache = cache.view(-1)[: 8 * 576 * 2].view(torch.bfloat16).view(8, 576)
     calls = [
         (ops.gather_records, ("nvfp4_ds_mla", cache, slots), {}),  # 656-byte cache, 432-byte format
         (ops.gather_records, ("fp8_ds_mla", cache, slots.int()), {}),
         (ops.gather_records, ("fp8_ds_mla", cache, slots), {"dtype": torch.float16}),
         (ops.gather_records, ("fp8_ds_mla", cache, slots), {"rope_dtype": "fp32"}),
         (ops.gather_records_out, ("fp8_ds_mla", cache, slots, torch.empty(8, 576, device=device).half()), {}),
-        (ops.gather_records_out, ("fp8_ds_mla", cache, slots, cache[0, :8, :576]), {}),  # inside the cache
+        (ops.gather_records_out, ("fp8_ds_mla", cache, slots, inside_cache), {}),  # overlaps: same storage
         (ops.sparse_mla_decode, ("fp8_ds_mla", q[..., :512], cache, idx), {}),
         (ops.sparse_mla_decode, ("fp8_ds_mla", q, cache, idx.long()), {}),
         (ops.merge_attention_states, (out, lse, out[:1], lse[:1]), {}),
