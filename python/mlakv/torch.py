@@ -13,7 +13,7 @@ imports ``mlakv.torch`` once, after which::
     out, lse = torch.ops.mlakv.merge_attention_states(out_a, lse_a, out_b, lse_b)
     torch.ops.mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, device)
 
-The schemas declare what each op writes (the cache; the decode's workspace) and
+The schemas declare what each op writes (the cache, gather_records_out's out, the decode's workspace) and
 nothing else. Each op hands the extension its tensors' pointers, dtypes, shapes,
 strides and torch's current CUDA stream (no DLPack export), so Dynamo traces the
 ops and ``torch.compile(fullgraph=True)`` holds over a writer -> reader ->
