@@ -5,6 +5,7 @@
 #include "mlakv/attention.h"
 #include "mlakv/capabilities.h"
 #include "mlakv/checks.h"
+#include "mlakv/context_parallel.h"
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"

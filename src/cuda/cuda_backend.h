@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/attention_params.h"
+#include "kernels/context_parallel.h"
 #include "kernels/params.h"
 
 namespace mlakv::cuda {
@@ -33,5 +34,7 @@ int multiprocessor_count(int device);
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device);
 cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& params, cudaStream_t stream);
 cudaError_t merge_attention_states(const kernels::MergeParams& params, cudaStream_t stream);
+cudaError_t dcp_local_slots(const kernels::LocalSlotsParams& params, cudaStream_t stream);
+cudaError_t merge_attention_states(const kernels::StackedMergeParams& params, cudaStream_t stream);
 
 }  // namespace mlakv::cuda

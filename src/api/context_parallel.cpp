@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// The public context-parallel steps: validate, then run the backend of the arrays' device.
+#include "mlakv/context_parallel.h"
+
+#include "api/dispatch.h"
+#include "api/validate_context_parallel.h"
+#include "cpu/cpu_backend.h"
+#if MLAKV_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace mlakv {
+
+void dcp_local_slots(const TensorView& indices, const TensorView& req_id, const TensorView& block_table,
+                     const TensorView& local_slots, const ContextParallelLayout& layout, StreamHandle stream) {
+  const api::Check check("dcp_local_slots", "");
+  const kernels::LocalSlotsParams params =
+      api::validate_dcp_local_slots(check, indices, req_id, block_table, local_slots, layout);
+  if (params.rows == 0 || params.topk == 0) return;
+  api::run_on_device(
+      check, indices.device, [&] { cpu::dcp_local_slots(params); },
+      [&] {
+#if MLAKV_WITH_CUDA
+        return cuda::dcp_local_slots(params, stream);
+#else
+        (void)stream;
+        return 0;
+#endif
+      });
+}
+
+void merge_attention_states(const TensorView& outs, const TensorView& lses, const TensorView& out,
+                            const TensorView& lse, StreamHandle stream) {
+  const api::Check check("merge_attention_states", "");
+  const kernels::StackedMergeParams params = api::validate_stacked_merge(check, outs, lses, out, lse);
+  if (params.rows == 0 || params.heads == 0) return;
+  api::run_on_device(
+      check, outs.device, [&] { cpu::merge_attention_states(params); },
+      [&] {
+#if MLAKV_WITH_CUDA
+        return cuda::merge_attention_states(params, stream);
+#else
+        (void)stream;
+        return 0;
+#endif
+      });
+}
+
+}  // namespace mlakv
