@@ -6,6 +6,8 @@
 // order, through its block table), not by dcp_local_slots' formula.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -29,6 +31,7 @@ struct ShardedSequence {
   std::vector<std::vector<std::int32_t>> tables;  // per rank: [2, table_width]; row 1 is this sequence's
   std::vector<std::int32_t> owner;                // [tokens]: the rank holding each position
   std::vector<std::int32_t> local;                // [tokens]: its slot there
+  float max_abs_latent = 0.0f;  // the largest |latent value| written: the scale of the GPU decode's error
 
   ShardedSequence(Format f, std::int64_t n, std::int64_t world_size, std::int64_t interleave_size, std::uint64_t seed)
       : format(f), tokens(n), world(world_size), interleave(interleave_size) {
@@ -39,7 +42,11 @@ struct ShardedSequence {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<std::uint16_t> kv(static_cast<std::size_t>(n) * 512);
     std::vector<std::uint16_t> pe(static_cast<std::size_t>(n) * 64);
-    for (auto& v : kv) v = dtype == DType::kFloat16 ? round_fp16(0.5f * normal(rng)) : round_bf16(0.5f * normal(rng));
+    for (auto& v : kv) {
+      const float x = 0.5f * normal(rng);
+      max_abs_latent = std::max(max_abs_latent, 1.01f * std::fabs(x));  // 1.01: its 16-bit rounding
+      v = dtype == DType::kFloat16 ? round_fp16(x) : round_bf16(x);
+    }
     for (auto& v : pe) v = dtype == DType::kFloat16 ? round_fp16(normal(rng)) : round_bf16(normal(rng));
     const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
     const TensorView kv_view = make_view(kv.data(), dtype, {n, 512});
