@@ -83,6 +83,26 @@ def resolve_format(
     kv_cache_dtype: str, record_bytes: int, fp8_rope: bool, per_token_scale: bool, input_dtype: str | None
 ) -> str: ...
 def capabilities() -> list: ...
+def dcp_local_slots(
+    indices: Annotated[NDArray, dict(writable=False)],
+    req_id: Annotated[NDArray, dict(writable=False)],
+    block_table: Annotated[NDArray, dict(writable=False)],
+    local_slots: NDArray,
+    world_size: int,
+    rank: int,
+    interleave: int,
+    block_size: int,
+    stream: int,
+) -> None: ...
+def merge_attention_states_stacked(
+    outs: Annotated[NDArray, dict(writable=False)],
+    outs_tag: str | None,
+    lses: Annotated[NDArray, dict(writable=False)],
+    out: NDArray,
+    out_tag: str | None,
+    lse: NDArray,
+    stream: int,
+) -> None: ...
 
 # mlakv.torch's entry points (python/src/raw_views.cpp): each view is the tuple
 # (data_ptr, dtype, shape, strides, device_index); run=False runs only the checks.

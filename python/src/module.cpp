@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include "context_parallel.h"
 #include "mlakv/mlakv.h"
 #include "views.h"
 
@@ -236,4 +237,5 @@ NB_MODULE(_mlakv, m) {
   m.def("capabilities", &py_capabilities);
   register_raw_entry_points(m);
   register_engine_seam(m);
+  bind_context_parallel(m);
 }
