@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+import mlakv
+
 from . import gather_records
 from ._checks import Call
 from .context_parallel import dcp_local_slots, merge_attention_states
@@ -104,6 +106,11 @@ def all_gather_records(
     Reads how many records each rank owns on the host: not for a captured graph.
     """
     call = Call("all_gather_records", format)
+    page = next((f["page"]["kind"] for f in mlakv.formats() if f["id"] == format), None)
+    if page != "token_major":
+        call.value_error(
+            "format", "must be a token-major format of mlakv.formats() (one record per slot)", repr(format)
+        )
     world, rank = _group_shape(group)
     if positions.dim() != 1:
         call.value_error("positions", "shape must be (P,)", str(tuple(positions.shape)))
