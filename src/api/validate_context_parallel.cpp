@@ -53,7 +53,7 @@ kernels::LocalSlotsParams validate_dcp_local_slots(const Check& check, const Ten
   const std::int64_t rows = indices.shape[0];
   const std::int64_t topk = indices.shape[1];
   check_int32_rows(check, "indices", indices, rows, topk, "(R, K)");
-  check.require(rows * topk < kMaxItems || rows == 0 || topk == 0, ErrorCode::kShape, "indices", "R x K must be < 2^31",
+  check.require(saturating_mul(rows, topk) < kMaxItems, ErrorCode::kShape, "indices", "R x K must be < 2^31",
                 shape_string(indices));
   const std::string rows_text = "(R,) with R = indices rows = " + str(rows);
   const std::int32_t* req = check_int32_vector(check, "req_id", req_id, rows, rows_text);
@@ -95,7 +95,7 @@ kernels::StackedMergeParams validate_stacked_merge(const Check& check, const Ten
   const std::int64_t width = outs.shape[3];
   check.require(parts >= 1 && parts <= kernels::kMaxMergeParts, ErrorCode::kShape, "outs",
                 "N (dim 0) must be in [1, " + str(kernels::kMaxMergeParts) + "]", shape_string(outs));
-  check.require(rows * heads < kMaxItems || rows == 0 || heads == 0, ErrorCode::kShape, "outs", "R x H must be < 2^31",
+  check.require(saturating_mul(rows, heads) < kMaxItems, ErrorCode::kShape, "outs", "R x H must be < 2^31",
                 shape_string(outs));
   check_strides_nonnegative(check, "outs", outs);
   check.require(outs.strides[3] == 1 || width <= 1 || is_empty(outs), ErrorCode::kLayout, "outs",

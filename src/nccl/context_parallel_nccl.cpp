@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/check.h"
+#include "api/rules.h"
 #include "api/validate_context_parallel.h"
 #include "mlakv/context_parallel.h"
 
@@ -22,9 +23,16 @@ using api::strides_string;
 
 constexpr std::int64_t kAlign = 256;  // each workspace region starts on a 256-byte boundary
 
-std::int64_t aligned(std::int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+// Saturating: a caller's absurd shape gives a size no workspace has, never a wrapped one.
+std::int64_t aligned(std::int64_t bytes) { return api::saturating_add(bytes, kAlign - 1) / kAlign * kAlign; }
 
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::int64_t product(std::initializer_list<std::int64_t> factors) {
+  std::int64_t p = 1;
+  for (const std::int64_t f : factors) p = api::saturating_mul(p, f);
+  return p;
+}
+
+using api::str;
 
 struct Step {
   std::int64_t world, rank, rows, heads, width, element;
@@ -112,11 +120,13 @@ TensorView region(void* base, DType dtype, std::initializer_list<std::int64_t> s
 std::size_t merge_across_ranks_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t width, DType dtype,
                                               std::int64_t world_size, bool sharded) {
   const std::int64_t element = dtype == DType::kFloat32 ? 4 : 2;
-  const std::int64_t outs = aligned(world_size * rows * heads * width * element);
-  const std::int64_t lses = aligned(world_size * rows * heads * 4);
-  if (!sharded) return static_cast<std::size_t>(outs + lses);
+  if (!sharded) {
+    return static_cast<std::size_t>(api::saturating_add(aligned(product({world_size, rows, heads, width, element})),
+                                                        aligned(product({world_size, rows, heads, 4}))));
+  }
   // Send and receive buffers of the same size: [N, R, H/N, D] and [N, R, H/N] each (N H/N = H).
-  return static_cast<std::size_t>(aligned(rows * heads * width * element) * 2 + aligned(rows * heads * 4) * 2);
+  return static_cast<std::size_t>(api::saturating_add(product({aligned(product({rows, heads, width, element})), 2}),
+                                                      product({aligned(product({rows, heads, 4})), 2})));
 }
 
 void merge_across_ranks(const TensorView& out, const TensorView& lse, const TensorView& workspace,
