@@ -42,21 +42,21 @@ std::string fmt_float(float v) {
 Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
   const Named& first = *tensors.begin();
   for (const Named& t : tensors) {
-    check.require(
-        t.view->device == first.view->device, ErrorCode::kDevice, t.name,
+    MLAKV_REQUIRE(
+        check, t.view->device == first.view->device, ErrorCode::kDevice, t.name,
         "must be on the same device as " + std::string(first.name) + " (" + device_string(first.view->device) + ")",
         device_string(t.view->device));
   }
   const Device& device = first.view->device;
-  check.require(device.type == DeviceType::kCpu || device.type == DeviceType::kCuda, ErrorCode::kDevice, first.name,
-                "must be on the CPU or a CUDA device", device_string(device));
+  MLAKV_REQUIRE(check, device.type == DeviceType::kCpu || device.type == DeviceType::kCuda, ErrorCode::kDevice,
+                first.name, "must be on the CPU or a CUDA device", device_string(device));
   if (device.type == DeviceType::kCuda) {
 #if MLAKV_WITH_CUDA
     const int capability = cuda::device_capability(device.index);
-    check.require(capability > 0, ErrorCode::kDevice, first.name, "must be on a CUDA device this process can use",
-                  device_string(device));
-    check.require(
-        cuda::supports_capability(capability), ErrorCode::kUnsupported, first.name,
+    MLAKV_REQUIRE(check, capability > 0, ErrorCode::kDevice, first.name,
+                  "must be on a CUDA device this process can use", device_string(device));
+    MLAKV_REQUIRE(
+        check, cuda::supports_capability(capability), ErrorCode::kUnsupported, first.name,
         "this build's CUDA kernels need compute capability 9.0 or newer (built for " + cuda::built_architectures() +
             ")",
         device_string(device) + " with compute capability " + str(capability / 10) + "." + str(capability % 10));
@@ -69,12 +69,13 @@ Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
 }
 
 void check_dtype(const Check& check, std::string_view name, const TensorView& v, DType expected) {
-  check.require(v.dtype == expected, ErrorCode::kDtype, name, std::string("dtype must be ") + dtype_name(expected),
-                dtype_name(v.dtype));
+  MLAKV_REQUIRE(check, v.dtype == expected, ErrorCode::kDtype, name,
+                std::string("dtype must be ") + dtype_name(expected), dtype_name(v.dtype));
 }
 
 void check_rank(const Check& check, std::string_view name, const TensorView& v, int ndim, std::string_view expected) {
-  check.require(v.ndim == ndim, ErrorCode::kShape, name, "shape must be " + std::string(expected), shape_string(v));
+  MLAKV_REQUIRE(check, v.ndim == ndim, ErrorCode::kShape, name, "shape must be " + std::string(expected),
+                shape_string(v));
 }
 
 bool is_empty(const TensorView& v) {
@@ -88,14 +89,14 @@ bool is_empty(const TensorView& v) {
 void check_strides_nonnegative(const Check& check, std::string_view name, const TensorView& v) {
   if (is_empty(v)) return;
   for (int d = 0; d < v.ndim; ++d) {
-    check.require(v.strides[d] >= 0, ErrorCode::kLayout, name, "strides must be non-negative",
+    MLAKV_REQUIRE(check, v.strides[d] >= 0, ErrorCode::kLayout, name, "strides must be non-negative",
                   "stride " + str(v.strides[d]) + " in dim " + str(d));
   }
 }
 
 std::int64_t byte_span(const Check& check, std::string_view name, const TensorView& v) {
   for (int d = 0; d < v.ndim; ++d) {
-    check.require(v.shape[d] >= 0, ErrorCode::kShape, name, "extents must be non-negative", shape_string(v));
+    MLAKV_REQUIRE(check, v.shape[d] >= 0, ErrorCode::kShape, name, "extents must be non-negative", shape_string(v));
   }
   if (is_empty(v)) return 0;
   check_strides_nonnegative(check, name, v);
@@ -111,14 +112,15 @@ std::int64_t byte_span(const Check& check, std::string_view name, const TensorVi
   fits = fits && !__builtin_add_overflow(last, std::int64_t{1}, &last) &&
          !__builtin_mul_overflow(last, std::int64_t{std::max(1, dtype_size(v.dtype))}, &bytes) &&
          reinterpret_cast<std::uintptr_t>(v.data) <= UINTPTR_MAX - static_cast<std::uintptr_t>(bytes);
-  check.require(fits, ErrorCode::kValue, name, "the bytes its shape and strides span must fit int64",
+  MLAKV_REQUIRE(check, fits, ErrorCode::kValue, name, "the bytes its shape and strides span must fit int64",
                 shape_string(v) + " with strides " + strides_string(v));
   return bytes;
 }
 
 void check_data(const Check& check, std::string_view name, const TensorView& v) {
   const std::int64_t bytes = byte_span(check, name, v);
-  check.require(v.data != nullptr || bytes == 0, ErrorCode::kValue, name, "data pointer must not be null", "null");
+  MLAKV_REQUIRE(check, v.data != nullptr || bytes == 0, ErrorCode::kValue, name, "data pointer must not be null",
+                "null");
 }
 
 namespace {
@@ -165,7 +167,7 @@ void check_disjoint(const Check& check, const Named& arg, std::initializer_list<
     const ByteRange o = byte_range(check, other.name, *other.view);
     const bool apart = w.begin == w.end || o.begin == o.end || w.end <= o.begin || o.end <= w.begin ||
                        interleaved_rows(*arg.view, *other.view);
-    check.require(apart, ErrorCode::kValue, arg.name,
+    MLAKV_REQUIRE(check, apart, ErrorCode::kValue, arg.name,
                   "must not share memory with " + std::string(other.name) + " (inputs and outputs must not overlap)",
                   "overlapping byte ranges");
   }
@@ -174,19 +176,20 @@ void check_disjoint(const Check& check, const Named& arg, std::initializer_list<
 // A [rows, width] matrix of 16-bit inputs: innermost-contiguous, 4-byte aligned rows (unless empty).
 std::int64_t check_input_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t width,
                               std::int64_t tokens) {
-  check.require(v.shape[1] == width, ErrorCode::kShape, name, "shape must be (T, " + str(width) + ")", shape_string(v));
-  check.require(v.shape[0] >= tokens, ErrorCode::kShape, name,
+  MLAKV_REQUIRE(check, v.shape[1] == width, ErrorCode::kShape, name, "shape must be (T, " + str(width) + ")",
+                shape_string(v));
+  MLAKV_REQUIRE(check, v.shape[0] >= tokens, ErrorCode::kShape, name,
                 "must have at least T = len(slot_mapping) = " + str(tokens) + " rows", shape_string(v));
   check_strides_nonnegative(check, name, v);
   if (is_empty(v)) return 0;
-  check.require(v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name,
+  MLAKV_REQUIRE(check, v.strides[1] == 1 || width <= 1, ErrorCode::kLayout, name,
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(v.strides[1]));
   const std::int64_t row_bytes = saturating_mul(v.strides[0], dtype_size(v.dtype));
-  check.require(reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
+  MLAKV_REQUIRE(check, reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
                 "base must be " + str(kInputRowAlignment) + "-byte aligned",
                 "address % " + str(kInputRowAlignment) + " = " +
                     str(static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % kInputRowAlignment)));
-  check.require(row_bytes % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
+  MLAKV_REQUIRE(check, row_bytes % kInputRowAlignment == 0, ErrorCode::kAlignment, name,
                 "row stride must be a multiple of " + str(kInputRowAlignment) + " bytes (an even element count)",
                 str(v.strides[0]) + " elements");
   return row_bytes;
@@ -196,7 +199,7 @@ std::int64_t check_input_rows(const Check& check, std::string_view name, const T
 const std::int64_t* check_slots(const Check& check, std::string_view name, const TensorView& v) {
   check_dtype(check, name, v, DType::kInt64);
   check_rank(check, name, v, 1, "(T,)");
-  check.require(v.strides[0] == 1 || v.shape[0] <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
+  MLAKV_REQUIRE(check, v.strides[0] == 1 || v.shape[0] <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
                 "stride " + str(v.strides[0]));
   check_data(check, name, v);
   return static_cast<const std::int64_t*>(v.data);
@@ -210,23 +213,23 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
   constexpr std::string_view kName = "kv_cache";
   check_dtype(check, kName, v, DType::kUInt8);
   check_rank(check, kName, v, 3, "(num_blocks, block_size, record_bytes)");
-  check.require(v.shape[2] == info.record_bytes, ErrorCode::kShape, kName,
+  MLAKV_REQUIRE(check, v.shape[2] == info.record_bytes, ErrorCode::kShape, kName,
                 "last dim must be " + str(info.record_bytes) + " (record bytes)", str(v.shape[2]));
-  check.require(v.shape[0] > 0, ErrorCode::kShape, kName, "num_blocks must be > 0", shape_string(v));
-  check.require(v.shape[1] > 0, ErrorCode::kShape, kName, "block_size must be > 0", shape_string(v));
+  MLAKV_REQUIRE(check, v.shape[0] > 0, ErrorCode::kShape, kName, "num_blocks must be > 0", shape_string(v));
+  MLAKV_REQUIRE(check, v.shape[1] > 0, ErrorCode::kShape, kName, "block_size must be > 0", shape_string(v));
   check_strides_nonnegative(check, kName, v);
-  check.require(v.strides[2] == 1, ErrorCode::kLayout, kName, "records must be innermost-contiguous (stride 1)",
+  MLAKV_REQUIRE(check, v.strides[2] == 1, ErrorCode::kLayout, kName, "records must be innermost-contiguous (stride 1)",
                 "stride " + str(v.strides[2]));
   const std::int64_t num_blocks = v.shape[0];
   const std::int64_t block_size = v.shape[1];
   const bool planar = info.page.kind == PageKind::kBlockPlanar;
   if (planar) {
-    check.require(block_size == 1 || v.strides[1] == info.record_bytes, ErrorCode::kLayout, kName,
+    MLAKV_REQUIRE(check, block_size == 1 || v.strides[1] == info.record_bytes, ErrorCode::kLayout, kName,
                   "slot stride must be " + str(info.record_bytes) +
                       " (a block-planar page: its rows are packed, region after region)",
                   str(v.strides[1]));
   }
-  check.require(block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, kName,
+  MLAKV_REQUIRE(check, block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, kName,
                 "slot stride must be >= " + str(info.record_bytes) + " (records must not overlap)", str(v.strides[1]));
   // Slots are int64 and so are byte offsets: the capacity and the last record's
   // end must both fit, or a large slot could wrap onto a small one.
@@ -239,18 +242,19 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
                     !__builtin_add_overflow(block_span, static_cast<std::int64_t>(info.record_bytes), &block_span) &&
                     !__builtin_mul_overflow(num_blocks - 1, v.strides[0], &last_block) &&
                     !__builtin_add_overflow(last_block, block_span, &end);
-  check.require(fits, ErrorCode::kValue, kName,
+  MLAKV_REQUIRE(check, fits, ErrorCode::kValue, kName,
                 "slot capacity and byte extent must fit int64 (the writer's index type)", shape_string(v));
-  check.require(num_blocks == 1 || v.strides[0] >= block_span, ErrorCode::kLayout, kName,
+  MLAKV_REQUIRE(check, num_blocks == 1 || v.strides[0] >= block_span, ErrorCode::kLayout, kName,
                 "block stride must be >= " + str(block_span) + " (blocks must not overlap)", str(v.strides[0]));
   check_data(check, kName, v);
   if (require_alignment) {
     const auto align = static_cast<std::int64_t>(info.cache_alignment);
     const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % info.cache_alignment);
-    check.require(base == 0, ErrorCode::kAlignment, kName, "base must be " + str(align) + "-byte aligned",
+    MLAKV_REQUIRE(check, base == 0, ErrorCode::kAlignment, kName, "base must be " + str(align) + "-byte aligned",
                   "address % " + str(align) + " = " + str(base));
     // A block-planar page's slot stride is nominal: its rows start 16-byte aligned whatever it is.
-    check.require(v.strides[0] % align == 0 && (planar || v.strides[1] % align == 0), ErrorCode::kAlignment, kName,
+    MLAKV_REQUIRE(check, v.strides[0] % align == 0 && (planar || v.strides[1] % align == 0), ErrorCode::kAlignment,
+                  kName,
                   planar ? "block stride must be a multiple of " + str(align) + " bytes"
                          : "block and slot strides must be multiples of " + str(align) + " bytes",
                   "(" + str(v.strides[0]) + ", " + str(v.strides[1]) + ")");
@@ -270,22 +274,23 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
 ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, const Device& device) {
   constexpr std::string_view kName = "scale";
   if (scale == nullptr) {
-    check.require(!required, ErrorCode::kValue, kName, "this format requires k_scale, a 1-element float32", "none");
+    MLAKV_REQUIRE(check, !required, ErrorCode::kValue, kName, "this format requires k_scale, a 1-element float32",
+                  "none");
     return {};
   }
   check_dtype(check, kName, *scale, DType::kFloat32);
-  check.require(scale->ndim == 0 || (scale->ndim == 1 && scale->shape[0] == 1), ErrorCode::kShape, kName,
+  MLAKV_REQUIRE(check, scale->ndim == 0 || (scale->ndim == 1 && scale->shape[0] == 1), ErrorCode::kShape, kName,
                 "shape must be (1,) or () (one k_scale)", shape_string(*scale));
   check_data(check, kName, *scale);
   if (scale->device.type == DeviceType::kCpu) {
     const float value = *static_cast<const float*>(scale->data);
-    check.require(std::isnormal(value) && value > 0.0f && value <= kMaxScale, ErrorCode::kValue, kName,
+    MLAKV_REQUIRE(check, std::isnormal(value) && value > 0.0f && value <= kMaxScale, ErrorCode::kValue, kName,
                   "must be a positive normal float32 with 448 * scale finite (" + fmt_float(1.17549435e-38f) +
                       " <= scale <= " + fmt_float(kMaxScale) + ")",
                   fmt_float(value));
     return {value, nullptr};
   }
-  check.require(scale->device == device, ErrorCode::kDevice, kName,
+  MLAKV_REQUIRE(check, scale->device == device, ErrorCode::kDevice, kName,
                 "must be on the CPU or on the tensors' device (" + device_string(device) + ")",
                 device_string(scale->device));
   return {1.0f, static_cast<const float*>(scale->data)};
@@ -294,7 +299,7 @@ ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, 
 namespace {
 
 codec::InputDtype input_dtype(const Check& check, const TensorView& kv_c) {
-  check.require(kv_c.dtype == DType::kBFloat16 || kv_c.dtype == DType::kFloat16, ErrorCode::kDtype, "kv_c",
+  MLAKV_REQUIRE(check, kv_c.dtype == DType::kBFloat16 || kv_c.dtype == DType::kFloat16, ErrorCode::kDtype, "kv_c",
                 "dtype must be bf16 or fp16", dtype_name(kv_c.dtype));
   return kv_c.dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16;
 }
@@ -302,17 +307,17 @@ codec::InputDtype input_dtype(const Check& check, const TensorView& kv_c) {
 }  // namespace
 
 codec::DecodeParams decode_params(const Check& check, const GatherOptions& options, float k_scale) {
-  check.require(options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16, ErrorCode::kDtype,
-                "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
+  MLAKV_REQUIRE(check, options.rope_dtype == DType::kBFloat16 || options.rope_dtype == DType::kFloat16,
+                ErrorCode::kDtype, "rope_dtype", "must be bf16 or fp16", dtype_name(options.rope_dtype));
   return {k_scale, options.rope_dtype == DType::kBFloat16 ? codec::InputDtype::kBf16 : codec::InputDtype::kFp16};
 }
 
 const std::int32_t* check_int32_vector(const Check& check, std::string_view name, const TensorView& v,
                                        std::int64_t length, std::string_view expected) {
   check_dtype(check, name, v, DType::kInt32);
-  check.require(v.ndim == 1 && v.shape[0] == length, ErrorCode::kShape, name, "shape must be " + std::string(expected),
-                shape_string(v));
-  check.require(v.strides[0] == 1 || length <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
+  MLAKV_REQUIRE(check, v.ndim == 1 && v.shape[0] == length, ErrorCode::kShape, name,
+                "shape must be " + std::string(expected), shape_string(v));
+  MLAKV_REQUIRE(check, v.strides[0] == 1 || length <= 1, ErrorCode::kLayout, name, "must be contiguous (stride 1)",
                 "stride " + str(v.strides[0]));
   check_data(check, name, v);
   return static_cast<const std::int32_t*>(v.data);
@@ -356,11 +361,11 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
       check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
   // dtype
   const codec::InputDtype dtype = input_dtype(check, kv_c);
-  check.require(k_pe.dtype == kv_c.dtype, ErrorCode::kDtype, "k_pe",
+  MLAKV_REQUIRE(check, k_pe.dtype == kv_c.dtype, ErrorCode::kDtype, "k_pe",
                 std::string("dtype must match kv_c (") + dtype_name(kv_c.dtype) + ")", dtype_name(k_pe.dtype));
   if (format == Format::kBf16 || format == Format::kFp16) {
     const DType record_dtype = format == Format::kBf16 ? DType::kBFloat16 : DType::kFloat16;
-    check.require(kv_c.dtype == record_dtype, ErrorCode::kDtype, "kv_c",
+    MLAKV_REQUIRE(check, kv_c.dtype == record_dtype, ErrorCode::kDtype, "kv_c",
                   std::string("dtype must be ") + dtype_name(record_dtype) + " (the record stores inputs verbatim)",
                   dtype_name(kv_c.dtype));
   }
@@ -410,9 +415,9 @@ struct Outputs {
 // not overlapping.
 Outputs check_outputs(const Check& check, const FormatInfo& info, const TensorView& kv_c_out,
                       const TensorView& k_pe_out, std::int64_t rows, std::string_view rows_name) {
-  check.require(kv_c_out.dtype == DType::kFloat32 || kv_c_out.dtype == DType::kBFloat16, ErrorCode::kDtype, "kv_c_out",
-                "dtype must be float32 or bf16", dtype_name(kv_c_out.dtype));
-  check.require(k_pe_out.dtype == kv_c_out.dtype, ErrorCode::kDtype, "k_pe_out",
+  MLAKV_REQUIRE(check, kv_c_out.dtype == DType::kFloat32 || kv_c_out.dtype == DType::kBFloat16, ErrorCode::kDtype,
+                "kv_c_out", "dtype must be float32 or bf16", dtype_name(kv_c_out.dtype));
+  MLAKV_REQUIRE(check, k_pe_out.dtype == kv_c_out.dtype, ErrorCode::kDtype, "k_pe_out",
                 std::string("dtype must match kv_c_out (") + dtype_name(kv_c_out.dtype) + ")",
                 dtype_name(k_pe_out.dtype));
   const Named views[2] = {{"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}};
@@ -422,12 +427,12 @@ Outputs check_outputs(const Check& check, const FormatInfo& info, const TensorVi
     const std::string_view name = views[i].name;
     const std::string expected = "(N, " + str(widths[i]) + ") with N = " + std::string(rows_name) + " = " + str(rows);
     check_rank(check, name, v, 2, expected);
-    check.require(v.shape[0] == rows && v.shape[1] == widths[i], ErrorCode::kShape, name, "shape must be " + expected,
-                  shape_string(v));
+    MLAKV_REQUIRE(check, v.shape[0] == rows && v.shape[1] == widths[i], ErrorCode::kShape, name,
+                  "shape must be " + expected, shape_string(v));
     check_strides_nonnegative(check, name, v);
-    check.require(v.strides[1] == 1 || is_empty(v), ErrorCode::kLayout, name,
+    MLAKV_REQUIRE(check, v.strides[1] == 1 || is_empty(v), ErrorCode::kLayout, name,
                   "rows must be innermost-contiguous (stride 1)", "stride " + str(v.strides[1]));
-    check.require(rows <= 1 || v.strides[0] >= widths[i], ErrorCode::kLayout, name,
+    MLAKV_REQUIRE(check, rows <= 1 || v.strides[0] >= widths[i], ErrorCode::kLayout, name,
                   "row stride must be >= " + str(widths[i]) + " (rows must not overlap)", str(v.strides[0]));
     check_data(check, name, v);
   }
@@ -486,7 +491,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   check_rank(check, "block_table", block_table, 2, "(B, max_blocks)");
   const std::int64_t batch = block_table.shape[0];
   check_strides_nonnegative(check, "block_table", block_table);
-  check.require(block_table.strides[1] == 1 || block_table.shape[1] <= 1, ErrorCode::kLayout, "block_table",
+  MLAKV_REQUIRE(check, block_table.strides[1] == 1 || block_table.shape[1] <= 1, ErrorCode::kLayout, "block_table",
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(block_table.strides[1]));
   check_data(check, "block_table", block_table);
   kernels::RowSource source{};

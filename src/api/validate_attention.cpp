@@ -13,15 +13,15 @@ namespace {
 void check_head_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t rows,
                      std::int64_t heads, std::int64_t width, std::string_view expected) {
   check_rank(check, name, v, 3, expected);
-  check.require(v.shape[0] == rows && v.shape[1] == heads && v.shape[2] == width, ErrorCode::kShape, name,
+  MLAKV_REQUIRE(check, v.shape[0] == rows && v.shape[1] == heads && v.shape[2] == width, ErrorCode::kShape, name,
                 "shape must be " + std::string(expected), shape_string(v));
   check_strides_nonnegative(check, name, v);
-  check.require(v.strides[2] == 1 || width <= 1 || is_empty(v), ErrorCode::kLayout, name,
+  MLAKV_REQUIRE(check, v.strides[2] == 1 || width <= 1 || is_empty(v), ErrorCode::kLayout, name,
                 "must be innermost-contiguous (stride 1)", "stride " + str(v.strides[2]));
-  check.require(heads <= 1 || rows == 0 || v.strides[1] >= width, ErrorCode::kLayout, name,
+  MLAKV_REQUIRE(check, heads <= 1 || rows == 0 || v.strides[1] >= width, ErrorCode::kLayout, name,
                 "head stride must be >= " + str(width) + " (heads must not overlap)", str(v.strides[1]));
   const std::int64_t row_span = saturating_add(saturating_mul(heads - 1, v.strides[1]), width);
-  check.require(rows <= 1 || heads == 0 || v.strides[0] >= row_span, ErrorCode::kLayout, name,
+  MLAKV_REQUIRE(check, rows <= 1 || heads == 0 || v.strides[0] >= row_span, ErrorCode::kLayout, name,
                 "row stride must be >= " + str(row_span) + " (rows must not overlap)", str(v.strides[0]));
   check_data(check, name, v);
 }
@@ -31,12 +31,13 @@ void check_lse(const Check& check, std::string_view name, const TensorView& v, s
   const std::string expected = "(R, H) = (" + str(rows) + ", " + str(heads) + ")";
   check_dtype(check, name, v, DType::kFloat32);
   check_rank(check, name, v, 2, expected);
-  check.require(v.shape[0] == rows && v.shape[1] == heads, ErrorCode::kShape, name, "shape must be " + expected,
+  MLAKV_REQUIRE(check, v.shape[0] == rows && v.shape[1] == heads, ErrorCode::kShape, name, "shape must be " + expected,
                 shape_string(v));
   check_strides_nonnegative(check, name, v);
-  check.require(heads <= 1 || rows == 0 || v.strides[1] >= 1, ErrorCode::kLayout, name,
+  MLAKV_REQUIRE(check, heads <= 1 || rows == 0 || v.strides[1] >= 1, ErrorCode::kLayout, name,
                 "heads must not overlap (stride >= 1)", str(v.strides[1]));
-  check.require(rows <= 1 || heads == 0 || v.strides[0] >= saturating_add(saturating_mul(heads - 1, v.strides[1]), 1),
+  MLAKV_REQUIRE(check,
+                rows <= 1 || heads == 0 || v.strides[0] >= saturating_add(saturating_mul(heads - 1, v.strides[1]), 1),
                 ErrorCode::kLayout, name, "rows must not overlap", "stride " + str(v.strides[0]));
   check_data(check, name, v);
 }
@@ -46,9 +47,9 @@ void check_cuda_alignment(const Check& check, std::string_view name, const Tenso
   if (is_empty(v)) return;
   const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % (2 * elements));
   const std::int64_t bytes = 2 * elements;
-  check.require(base == 0, ErrorCode::kAlignment, name, "base must be " + str(bytes) + "-byte aligned on CUDA",
+  MLAKV_REQUIRE(check, base == 0, ErrorCode::kAlignment, name, "base must be " + str(bytes) + "-byte aligned on CUDA",
                 "address % " + str(bytes) + " = " + str(base));
-  check.require(v.strides[0] % elements == 0 && v.strides[1] % elements == 0, ErrorCode::kAlignment, name,
+  MLAKV_REQUIRE(check, v.strides[0] % elements == 0 && v.strides[1] % elements == 0, ErrorCode::kAlignment, name,
                 "row and head strides must be multiples of " + str(elements) + " elements on CUDA",
                 "strides " + str(v.strides[0]) + " and " + str(v.strides[1]));
 }
@@ -64,8 +65,8 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   const bool cuda = device.type == DeviceType::kCuda;
   // format: the decode reads the 512 + 64 geometry of token-major pages
   const FormatInfo& info = format_info(format);
-  check.require(info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == 512, ErrorCode::kUnsupported,
-                "format",
+  MLAKV_REQUIRE(check, info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == 512,
+                ErrorCode::kUnsupported, "format",
                 "sparse_mla_decode reads token-major formats of 512 latent + 64 RoPE values; the DeepSeek V4 "
                 "family's formats (448 + 64) are not supported yet",
                 std::string(info.id));
@@ -79,11 +80,11 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   check_dtype(check, "indices", indices, DType::kInt32);
   const std::string indices_shape = "(R, K) with R = q rows = " + str(rows);
   check_rank(check, "indices", indices, 2, indices_shape);
-  check.require(indices.shape[0] == rows, ErrorCode::kShape, "indices", "shape must be " + indices_shape,
+  MLAKV_REQUIRE(check, indices.shape[0] == rows, ErrorCode::kShape, "indices", "shape must be " + indices_shape,
                 shape_string(indices));
   const std::int64_t topk = indices.shape[1];
   check_strides_nonnegative(check, "indices", indices);
-  check.require(indices.strides[1] == 1 || topk <= 1 || rows == 0, ErrorCode::kLayout, "indices",
+  MLAKV_REQUIRE(check, indices.strides[1] == 1 || topk <= 1 || rows == 0, ErrorCode::kLayout, "indices",
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(indices.strides[1]));
   check_data(check, "indices", indices);
   // outputs
@@ -95,13 +96,13 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   // options
   const std::int32_t* topk_len = nullptr;
   if (options.topk_len != nullptr) {
-    check.require(options.topk_len->device == device, ErrorCode::kDevice, "topk_len",
+    MLAKV_REQUIRE(check, options.topk_len->device == device, ErrorCode::kDevice, "topk_len",
                   "must be on the same device as q (" + device_string(device) + ")",
                   device_string(options.topk_len->device));
     topk_len = check_int32_vector(check, "topk_len", *options.topk_len, rows, "(R,) with R = q rows = " + str(rows));
   }
-  check.require(std::isfinite(options.sm_scale), ErrorCode::kValue, "sm_scale", "must be finite (0: 1/sqrt(576))",
-                std::to_string(options.sm_scale));
+  MLAKV_REQUIRE(check, std::isfinite(options.sm_scale), ErrorCode::kValue, "sm_scale",
+                "must be finite (0: 1/sqrt(576))", std::to_string(options.sm_scale));
   const float sm_scale = options.sm_scale != 0.0f ? options.sm_scale : 1.0f / std::sqrt(float{kQueryDim});
   const kernels::CacheLayout cache = check_cache(check, format_info(format), kv_cache, cuda);
   const ScaleArg k_scale = read_scale(check, options.decode.scale, format == Format::kFp8E4m3, device);
@@ -114,18 +115,18 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   std::int64_t workspace_bytes = 0;
   if (options.workspace != nullptr && cuda) {
     const TensorView& w = *options.workspace;
-    check.require(w.device == device, ErrorCode::kDevice, "workspace",
+    MLAKV_REQUIRE(check, w.device == device, ErrorCode::kDevice, "workspace",
                   "must be on the same device as q (" + device_string(device) + ")", device_string(w.device));
     check_dtype(check, "workspace", w, DType::kUInt8);
-    check.require(w.ndim == 1 && (w.strides[0] == 1 || w.shape[0] <= 1), ErrorCode::kLayout, "workspace",
+    MLAKV_REQUIRE(check, w.ndim == 1 && (w.strides[0] == 1 || w.shape[0] <= 1), ErrorCode::kLayout, "workspace",
                   "must be a contiguous 1-D buffer", shape_string(w));
     const auto needed = static_cast<std::int64_t>(sparse_mla_decode_workspace_size(rows, heads, topk, device));
-    check.require(w.shape[0] >= needed, ErrorCode::kShape, "workspace",
+    MLAKV_REQUIRE(check, w.shape[0] >= needed, ErrorCode::kShape, "workspace",
                   "must hold sparse_mla_decode_workspace_size() = " + str(needed) + " bytes",
                   str(w.shape[0]) + " bytes");
     check_data(check, "workspace", w);
     const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(w.data) % 16);
-    check.require(base == 0, ErrorCode::kAlignment, "workspace", "base must be 16-byte aligned",
+    MLAKV_REQUIRE(check, base == 0, ErrorCode::kAlignment, "workspace", "base must be 16-byte aligned",
                   "address % 16 = " + str(base));
     workspace = w.data;
     workspace_bytes = w.shape[0];
@@ -172,7 +173,7 @@ kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a,
   check_devices(
       check,
       {{"out_a", &out_a}, {"lse_a", &lse_a}, {"out_b", &out_b}, {"lse_b", &lse_b}, {"out", &out}, {"lse", &lse}});
-  check.require(out_a.dtype == DType::kBFloat16 || out_a.dtype == DType::kFloat32, ErrorCode::kDtype, "out_a",
+  MLAKV_REQUIRE(check, out_a.dtype == DType::kBFloat16 || out_a.dtype == DType::kFloat32, ErrorCode::kDtype, "out_a",
                 "dtype must be bf16 or float32", dtype_name(out_a.dtype));
   check_dtype(check, "out_b", out_b, out_a.dtype);
   check_dtype(check, "out", out, out_a.dtype);
