@@ -17,8 +17,11 @@ inline constexpr std::int64_t kMinItemsPerThread = 512;
 /// Runs fn(i) for i in [0, n); `min_items_per_thread` says how much work pays for a thread.
 template <class Fn>
 void parallel_for(std::int64_t n, Fn&& fn, std::int64_t min_items_per_thread = kMinItemsPerThread) {
-  const std::int64_t hw = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
-  const std::int64_t threads = std::clamp<std::int64_t>(n / std::max<std::int64_t>(1, min_items_per_thread), 1, hw);
+  const std::int64_t wanted = n / std::max<std::int64_t>(1, min_items_per_thread);
+  // hardware_concurrency() reads /sys on every call (several microseconds):
+  // asked only when the work could use a second thread.
+  const std::int64_t hw = wanted > 1 ? std::max<std::int64_t>(1, std::thread::hardware_concurrency()) : 1;
+  const std::int64_t threads = std::clamp<std::int64_t>(wanted, 1, hw);
   if (threads == 1) {
     for (std::int64_t i = 0; i < n; ++i) fn(i);
     return;
