@@ -34,6 +34,7 @@ class Sharded:
         rng = np.random.default_rng(seed)
         kv_c = (rng.standard_normal((tokens, 512)) * 0.5).astype(np.float32).astype(dtype)
         k_pe = rng.standard_normal((tokens, 64)).astype(np.float32).astype(dtype)
+        self.max_abs_value = float(np.abs(kv_c.astype(np.float32)).max())  # the scale of a GPU decode's error
         blocks = -(-tokens // BLOCK)
         self.whole = np.zeros((blocks, BLOCK, record), np.uint8)
         write(fmt, kv_c, k_pe, self.whole, np.arange(tokens, dtype=np.int64))
@@ -112,13 +113,19 @@ def worker(rank: int, world: int, store: str, backend: str, failures) -> None:
 
         (got_out, got_lse), (shard_out, shard_lse) = step()
         want_out_t = torch.from_numpy(want_out.view(np.uint16)).view(torch.bfloat16).float()
+        # docs/context_parallel.md's rule against the CPU's partials; a GPU decode adds its own
+        # tolerance (2^-8 of the largest |value| and of the output, docs/attention.md).
         tol = 2.0**-7 * want_out_t.abs() + 2.0**-8 * float(np.abs(outs.astype(np.float32)).max()) + 1e-6
+        lse_tol = 1e-5
+        if cuda:
+            tol = tol + 2.0**-8 * want_out_t.abs() + 2.0**-8 * s.max_abs_value
+            lse_tol = 1e-3
         assert bool(((got_out.cpu().float() - want_out_t).abs() <= tol).all()), "merge_across_ranks: out"
-        assert np.allclose(got_lse.cpu().numpy(), want_lse, rtol=1e-5, atol=1e-5), "merge_across_ranks: lse"
+        assert np.allclose(got_lse.cpu().numpy(), want_lse, rtol=lse_tol, atol=lse_tol), "merge_across_ranks: lse"
         per = heads // world
         mine = slice(rank * per, (rank + 1) * per)
         assert bool(((shard_out.cpu().float() - want_out_t[:, mine]).abs() <= tol[:, mine]).all()), "sharded: out"
-        assert np.allclose(shard_lse.cpu().numpy(), want_lse[:, mine], rtol=1e-5, atol=1e-5), "sharded: lse"
+        assert np.allclose(shard_lse.cpu().numpy(), want_lse[:, mine], rtol=lse_tol, atol=lse_tol), "sharded: lse"
         # The compact-record all-gather: every position's record decoded as from the whole cache.
         every = torch.arange(s.tokens, dtype=torch.int32)
         kv, pe = mdist.all_gather_records(
