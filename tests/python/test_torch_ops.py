@@ -16,7 +16,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 ops = torch.ops.mlakv
 FORMATS = {f["id"]: f for f in mlakv.formats()}
-TOKEN_MAJOR = [k for k, f in FORMATS.items() if f["page"]["kind"] == "token_major"]  # what the decode reads
+TOKEN_MAJOR = [k for k, f in FORMATS.items() if f["geometry"]["nope_dims"] == 512]  # what the decode reads
 COMPACT = ("nvfp4_ds_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope_pts")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
