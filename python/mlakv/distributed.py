@@ -111,6 +111,11 @@ def all_gather_records(
         call.value_error(
             "format", "must be a token-major format of mlakv.formats() (one record per slot)", repr(format)
         )
+    for name, x in (("kv_cache", kv_cache), ("positions", positions), ("block_table", block_table)):
+        if not isinstance(x, torch.Tensor):
+            call.type_error(name, "must be a torch tensor", type(x).__name__)
+    if isinstance(req, bool) or not isinstance(req, int):
+        call.type_error("req", "must be an int (the request's block-table row)", type(req).__name__)
     world, rank = _group_shape(group)
     if positions.dim() != 1:
         call.value_error("positions", "shape must be (P,)", str(tuple(positions.shape)))

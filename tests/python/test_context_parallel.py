@@ -95,6 +95,18 @@ def test_bad_arguments_raise_naming_them_and_write_nothing():
     assert (merged == 9.0).all()
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_distributed_functions_reject_non_tensors_in_one_line():
+    import mlakv.distributed as mdist
+
+    with pytest.raises(TypeError, match=r"^mlakv::merge_across_ranks: out: out and lse must be torch tensors, got"):
+        mdist.merge_across_ranks(np.zeros((1, 1, 4), np.float32), np.zeros((1, 1), np.float32))
+    with pytest.raises(
+        TypeError, match=r"^mlakv::all_gather_records\(bf16\): positions: must be a torch tensor, got list"
+    ):
+        mdist.all_gather_records("bf16", __import__("torch").zeros((1, 64, 1152)), [0, 1], 0, None, block_size=64)
+
+
 def test_record_all_gather_bytes_counts_compact_records_against_bf16_rows():
     got = cp.record_all_gather_bytes("nvfp4_fp8_ds_mla", 1 << 20, 4)
     assert got == {"compact": 3 * (1 << 18) * 352, "bf16": 3 * (1 << 18) * 1152}
