@@ -145,6 +145,41 @@ def _gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+@pytest.mark.skipif(_gpu_count() < 1, reason="needs a CUDA device")
+def test_simulated_ranks_on_one_gpu_match_the_cpu_through_torch_tensors():
+    import torch
+
+    s = Sharded("nvfp4_ds_mla_fp8_rope", 4096, 4, seed=3)
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((8, 16, 576)).astype(np.float32).astype(BF16)
+    positions = rng.integers(0, s.tokens, size=(8, 512)).astype(np.int32)
+    positions[5] = -1  # a row no rank owns
+    cpu = [s.partial(j, q, positions) for j in range(4)]
+    want_out, want_lse = cp.merge_attention_states(np.stack([p[0] for p in cpu]), np.stack([p[1] for p in cpu]))
+
+    def dev(x):
+        t = torch.from_numpy(x.view(np.uint16)).view(torch.bfloat16) if x.dtype == BF16 else torch.from_numpy(x)
+        return t.cuda()
+
+    q_t, pos_t, req_t = dev(q), dev(positions), torch.ones(8, dtype=torch.int32, device="cuda")
+    outs, lses = [], []
+    for j in range(4):
+        slots = cp.dcp_local_slots(pos_t, req_t, dev(s.tables[j]), world_size=4, rank=j, block_size=BLOCK)
+        assert np.array_equal(slots.cpu().numpy(), s.slots(j, positions))
+        out, lse = mlakv.sparse_mla_decode(q_t, dev(s.shards[j]), s.fmt, slots)
+        outs.append(out)
+        lses.append(lse)
+    out, lse = cp.merge_attention_states(torch.stack(outs), torch.stack(lses))
+    torch.cuda.synchronize()
+    got = out.float().cpu().numpy()
+    want = _f32(want_out)
+    # The GPU decode's tolerance (docs/attention.md) over the CPU's.
+    tol = 2.0**-7 * np.abs(want) + 2.0**-8 * s.max_abs_value
+    assert (np.abs(got - want) <= tol).all()
+    np.testing.assert_allclose(lse.cpu().numpy(), want_lse, rtol=1e-3, atol=1e-3)
+    assert np.all(lse.cpu().numpy()[5] == -np.inf)
+
+
 @pytest.mark.skipif(_gpu_count() < 2, reason="needs 2 or more CUDA devices (one NCCL rank per GPU)")
 @pytest.mark.parametrize("world", [2, 4])
 def test_collectives_over_nccl_equal_one_gpu_and_replay_in_a_graph(world):
