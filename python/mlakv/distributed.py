@@ -62,8 +62,8 @@ def merge_across_ranks_sharded(
         return out, lse
     per = heads // world
     # [R, N, H/N, D] -> [N, R, H/N, D]: rank j's heads first for j = 0..N-1, as all_to_all_single splits dim 0.
-    send = out.view(rows, world, per, width).transpose(0, 1).contiguous()
-    send_lse = lse.view(rows, world, per).transpose(0, 1).contiguous()
+    send = out.reshape(rows, world, per, width).transpose(0, 1).contiguous()
+    send_lse = lse.reshape(rows, world, per).transpose(0, 1).contiguous()
     outs = torch.empty_like(send)
     lses = torch.empty_like(send_lse)
     dist.all_to_all_single(outs, send, group=group)
