@@ -40,15 +40,15 @@ struct CodecNvfp4DsMla {
     const std::uint32_t stored = load_u32(record + Spec::kRope.offset + 2 * lane * kRopePerLane);
     // Through f32, as decode_lane: a NaN comes out as 0x7FFF whatever its payload.
     return encode_bf16(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored & 0xFFFFu))) |
-           (static_cast<std::uint32_t>(encode_bf16(load_input<InputDtype::kBf16>(
-                static_cast<std::uint16_t>(stored >> 16))))
+           (static_cast<std::uint32_t>(
+                encode_bf16(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored >> 16))))
             << 16);
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
   /// encode_bf16 of decode_lane's values.
-  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&,
-                                        std::uint16_t* kv_c, std::uint16_t* k_pe) {
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&, std::uint16_t* kv_c,
+                                        std::uint16_t* k_pe) {
     decode_latent_group_bf16(lane, record, latent_scale_byte(lane, record), 1.0f, kv_c);
     store_pair_bits(k_pe, rope_pair_bf16(lane, record));
   }

@@ -42,8 +42,8 @@ struct CodecNvfp4Fp8DsMla {
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
   /// encode_bf16 of decode_lane's values.
-  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&,
-                                        std::uint16_t* kv_c, std::uint16_t* k_pe) {
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&, std::uint16_t* kv_c,
+                                        std::uint16_t* k_pe) {
     decode_latent_group_bf16(lane, record, latent_scale_byte(lane, record), 1.0f, kv_c);
     store_pair_bits(k_pe, rope_pair_bf16(lane, record));
   }

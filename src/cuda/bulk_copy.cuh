@@ -50,11 +50,10 @@ __device__ __forceinline__ void bulk_copy_fence() { asm volatile("fence.proxy.as
 /// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from
 /// global to shared memory, completing on `barrier`'s current phase.
 __device__ __forceinline__ void bulk_copy(void* smem, const void* global, std::uint32_t bytes, std::uint64_t* barrier) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          shared_address(smem)),
-      "l"(global), "r"(bytes), "r"(shared_address(barrier))
-      : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   shared_address(smem)),
+               "l"(global), "r"(bytes), "r"(shared_address(barrier))
+               : "memory");
 }
 
 }  // namespace mlakv::cuda

@@ -42,13 +42,13 @@ namespace mlakv::cuda::split_dims {
 inline constexpr int kWarps = 8;
 inline constexpr int kThreads = kWarps * kWarpSize;
 inline constexpr int kTileTokens = 32;
-inline constexpr int kTokenTiles = kTileTokens / 8;             // mma N tiles of the scores
-inline constexpr int kLatentBlocks = 4;                         // a warp's 64 latent dims: 4 mma k-blocks of 16
-inline constexpr int kKeyBlocks = kLatentBlocks + 1;            // and one of RoPE (its 8 RoPE dims, the rest zero)
-inline constexpr int kPartialPitch = kTileTokens + 8;           // floats: a half warp's float2 stores hit 32 banks
-inline constexpr int kProbPitch = kTileTokens + 8;              // bf16: ldmatrix rows 80 bytes apart, no conflict
-inline constexpr int kWarpTokens = kTileTokens / kWarps;         // records a warp copies per tile
-inline constexpr int kBatchTiles = kWarpSize / kWarpTokens;      // tiles whose addresses a warp finds at once
+inline constexpr int kTokenTiles = kTileTokens / 8;          // mma N tiles of the scores
+inline constexpr int kLatentBlocks = 4;                      // a warp's 64 latent dims: 4 mma k-blocks of 16
+inline constexpr int kKeyBlocks = kLatentBlocks + 1;         // and one of RoPE (its 8 RoPE dims, the rest zero)
+inline constexpr int kPartialPitch = kTileTokens + 8;        // floats: a half warp's float2 stores hit 32 banks
+inline constexpr int kProbPitch = kTileTokens + 8;           // bf16: ldmatrix rows 80 bytes apart, no conflict
+inline constexpr int kWarpTokens = kTileTokens / kWarps;     // records a warp copies per tile
+inline constexpr int kBatchTiles = kWarpSize / kWarpTokens;  // tiles whose addresses a warp finds at once
 
 /// Ring depth: about 67-110 KB of records, so one block per SM keeps enough
 /// bytes in flight to cover the gather's DRAM latency.
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
         float r[4] = {};  // RoPE, unscaled
         mma_bf16_16816(r, qf[hg][kLatentBlocks], kf[nt][kLatentBlocks][0], kf[nt][kLatentBlocks][1]);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) s[i] = s[i] * (1.0f / kLatentKeyScale<Codec>) + r[i];
+        for (int i = 0; i < 4; ++i) s[i] = s[i] * (1.0f / kLatentKeyScale<Codec>)+r[i];
         *reinterpret_cast<float2*>(&sh.partial[warp][16 * hg + g][8 * nt + 2 * c]) = make_float2(s[0], s[1]);
         *reinterpret_cast<float2*>(&sh.partial[warp][16 * hg + g + 8][8 * nt + 2 * c]) = make_float2(s[2], s[3]);
       }

@@ -165,8 +165,8 @@ void expect_close(const Result& gpu, const Result& cpu, double value_scale, cons
 // position and the pairs see mixed codes. A NaN value must come out NaN (any
 // payload); outer scales the fast path refuses must be refused exactly when
 // not below 2^120. Counts the values it checked.
-__device__ const float kOuterScales[] = {1.0f, 0.0123f, 3.0e-9f, 7.5e11f, 1.0f / 2688.0f, 0x1p-140f, -0.0f,
-                                         -5.5f, 0x1p119f, 0x1p120f, INFINITY, NAN};
+__device__ const float kOuterScales[] = {1.0f,  0.0123f, 3.0e-9f,  7.5e11f,  1.0f / 2688.0f, 0x1p-140f,
+                                         -0.0f, -5.5f,   0x1p119f, 0x1p120f, INFINITY,       NAN};
 constexpr int kOuterScaleCount = 12;
 
 __global__ void count_fragment_mismatches(unsigned long long* mismatches, unsigned long long* checked) {
