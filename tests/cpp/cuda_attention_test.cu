@@ -281,8 +281,8 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
        {Format::kNvfp4DsMla, Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMlaFp8RopePts, Format::kNvfp4Fp8DsMla}) {
     AttentionCache cache(format, 6000, 13);
     const double value_scale = max_abs_value(cache.keys());
-    for (const std::int64_t heads : {1, 16, 24, 32}) {
-      for (const std::int64_t topk : {7, 600}) {
+    for (const std::int64_t heads : {1, 5, 16, 24, 32}) {
+      for (const std::int64_t topk : {1, 7, 64, 600}) {
         Problem p = make_problem(heads, topk, cache.capacity(), 90 + heads + topk, /*repeats=*/12);  // 36 rows
         const Result cpu = run_cpu(cache, p);
         const std::string what = std::string(format_info(format).id) + " H=" + std::to_string(heads) +
