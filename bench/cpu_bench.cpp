@@ -3,21 +3,21 @@
 // CPU timings on a shared machine are for comparing formats with each other,
 // not for performance claims (those come from the GPU benchmark).
 #include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <numeric>
 #include <random>
 #include <vector>
 
-#include "codec/element.h"
-#include "format/specs.h"
 #include "mlakv/mlakv.h"
 
 namespace {
 
 using mlakv::DType;
 using mlakv::Format;
-using mlakv::format::kLatentDim;
-using mlakv::format::kRopeDim;
+using mlakv::kLatentDim;
+using mlakv::kRopeDim;
 
 struct Setup {
   std::int64_t tokens;
@@ -37,7 +37,8 @@ struct Setup {
     for (auto* v : {&kv_c, &k_pe}) {
       for (auto& bits : *v) {
         const float x = normal(rng);
-        bits = dtype == DType::kFloat16 ? __half_as_ushort(__float2half_rn(x)) : mlakv::codec::encode_bf16(x);
+        bits = dtype == DType::kFloat16 ? __half_as_ushort(__float2half_rn(x))
+                                        : __bfloat16_as_ushort(__float2bfloat16_rn(x));
       }
     }
     cache.resize(static_cast<std::size_t>(t) * record_bytes);

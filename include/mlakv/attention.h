@@ -23,11 +23,6 @@
 
 namespace mlakv {
 
-/// The absorbed MLA query: 512 latent dims then 64 RoPE dims.
-inline constexpr int kQueryDim = 576;
-/// The value (and output) width: the latent.
-inline constexpr int kValueDim = 512;
-
 struct SparseDecodeOptions {
   /// Score scale; 0 means the default 1/sqrt(576).
   float sm_scale = 0.0f;

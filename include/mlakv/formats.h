@@ -8,29 +8,9 @@
 #include <string_view>
 
 #include "mlakv/tensor_view.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv {
-
-/// One value per format id of docs/ABI.md.
-enum class Format {
-  kBf16,                  ///< "bf16", 1152 B
-  kFp16,                  ///< "fp16", 1152 B
-  kFp8E4m3,               ///< "fp8_e4m3", 576 B
-  kFp8DsMla,              ///< "fp8_ds_mla", 656 B
-  kNvfp4DsMla,            ///< "nvfp4_ds_mla", 432 B
-  kNvfp4DsMlaFp8Rope,     ///< "nvfp4_ds_mla_fp8_rope", 368 B
-  kNvfp4DsMlaFp8RopePts,  ///< "nvfp4_ds_mla_fp8_rope_pts", 368 B
-  kNvfp4Fp8DsMla,         ///< "nvfp4_fp8_ds_mla", 352 B
-  kFp8DsMlaV4,            ///< "fp8_ds_mla_v4", 584 B (DeepSeek V4, block-planar page)
-  kFp8DsMlaV41,           ///< "fp8_ds_mla_v41", 528 B (DeepSeek V4.1 MXFP8)
-  kNvfp4DsMlaV41,         ///< "nvfp4_ds_mla_v41", 288 B (DeepSeek V4.1 FP4)
-};
-
-/// How a page (the bytes of one block of block_size tokens) holds its tokens.
-enum class PageKind {
-  kTokenMajor,   ///< one record per token, side by side: [block_size][record_bytes]
-  kBlockPlanar,  ///< the data rows of all its tokens, then their scale rows, then padding
-};
 
 /// The page layout of a format. A token-major page is block_size records
 /// (record = data row); a block-planar page is [block_size x data_row_bytes]
@@ -48,10 +28,6 @@ struct TokenGeometry {
   int rope_dims;         ///< 64
   bool v_includes_rope;  ///< attention's V is kv_c ++ k_pe (DeepSeek V4), not kv_c alone
 };
-
-/// The region of a page a field lives in.
-inline constexpr int kDataRegion = 0;   ///< the token's record, or its data row
-inline constexpr int kScaleRegion = 1;  ///< the token's scale row (block-planar pages)
 
 /// A byte range of a token's row and what it holds.
 struct FieldInfo {

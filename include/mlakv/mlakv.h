@@ -14,3 +14,4 @@
 #include "mlakv/stream.h"
 #include "mlakv/tensor_view.h"
 #include "mlakv/version.h"
+#include "mlakv/vocabulary.h"

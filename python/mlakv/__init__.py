@@ -42,8 +42,8 @@ __all__ = [
     "sparse_mla_workspace",
 ]
 
-_LATENT_DIM = 512
-_ROPE_DIM = 64
+_LATENT_DIM = _mlakv.LATENT_DIM
+_ROPE_DIM = _mlakv.ROPE_DIM
 # Each format's (NoPE, RoPE) widths: 512 + 64, or 448 + 64 for DeepSeek V4.
 _WIDTHS = {f["id"]: (f["geometry"]["nope_dims"], f["geometry"]["rope_dims"]) for f in _mlakv.formats()}
 

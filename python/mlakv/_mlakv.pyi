@@ -3,6 +3,11 @@ from typing import Annotated, Any
 
 from numpy.typing import NDArray
 
+LATENT_DIM: int
+ROPE_DIM: int
+QUERY_DIM: int
+VALUE_DIM: int
+
 def concat_and_cache_mla(
     kv_c: Annotated[NDArray, dict(writable=False)],
     kv_c_tag: str | None,

@@ -13,7 +13,8 @@ from . import _mlakv
 from ._arrays import _is_cupy, _is_torch, empty, export, input_array, output_array, stream_handle
 from ._checks import Call
 
-_VALUE_DIM = 512
+_QUERY_DIM = _mlakv.QUERY_DIM
+_VALUE_DIM = _mlakv.VALUE_DIM
 
 
 def _device_of(x: Any) -> tuple[bool, int]:
@@ -42,7 +43,7 @@ def sparse_mla_workspace(q: Any, indices: Any) -> Any:
     call.array("q", q)
     call.array("indices", indices)
     if getattr(q, "ndim", 0) != 3:
-        call.value_error("q", "shape must be (R, H, 576)", str(tuple(getattr(q, "shape", ()))))
+        call.value_error("q", f"shape must be (R, H, {_QUERY_DIM})", str(tuple(getattr(q, "shape", ()))))
     if getattr(indices, "ndim", 0) != 2:
         call.value_error("indices", "shape must be (R, K)", str(tuple(getattr(indices, "shape", ()))))
     rows, heads = int(q.shape[0]), int(q.shape[1])
@@ -100,7 +101,7 @@ def sparse_mla_decode(
     if sm_scale is not None and (
         isinstance(sm_scale, (bool, np.bool_)) or not isinstance(sm_scale, (int, float, np.number))
     ):
-        call.type_error("sm_scale", "must be a float (None: 1/sqrt(576))", type(sm_scale).__name__)
+        call.type_error("sm_scale", f"must be a float (None: 1/sqrt({_QUERY_DIM}))", type(sm_scale).__name__)
     handle = stream_handle(call.stream("stream", stream), q, kv_cache)
     rows = int(q.shape[0]) if getattr(q, "ndim", 0) >= 1 else 0
     heads = int(q.shape[1]) if getattr(q, "ndim", 0) >= 2 else 0

@@ -215,6 +215,11 @@ NB_MODULE(_mlakv, m) {
   using namespace mlakv::python;
   register_error_translator();
   m.attr("__version__") = mlakv::kVersion;
+  // The vocabulary's dimensions (mlakv/vocabulary.h), so that Python never restates them.
+  m.attr("LATENT_DIM") = mlakv::kLatentDim;
+  m.attr("ROPE_DIM") = mlakv::kRopeDim;
+  m.attr("QUERY_DIM") = mlakv::kQueryDim;
+  m.attr("VALUE_DIM") = mlakv::kValueDim;
   m.def("concat_and_cache_mla", &py_concat_and_cache_mla, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(),
         "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
   m.def("concat_and_cache_nvfp4_mla_fp8_rope", &py_concat_and_cache_nvfp4_mla_fp8_rope, "kv_c"_a, "kv_c_tag"_a.none(),

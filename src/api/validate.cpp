@@ -260,8 +260,7 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
                   "(" + str(v.strides[0]) + ", " + str(v.strides[1]) + ")");
   }
   const format::PageRows rows =
-      format::page_rows(planar ? format::PageKind::kBlockPlanar : format::PageKind::kTokenMajor, block_size,
-                        v.strides[1], info.page.data_row_bytes, info.page.scale_row_bytes);
+      format::page_rows(info.page.kind, block_size, v.strides[1], info.page.data_row_bytes, info.page.scale_row_bytes);
   return kernels::make_cache_layout(static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0],
                                     v.strides[1], &rows);
 }

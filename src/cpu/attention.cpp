@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU attention: the float32 reference of the sparse decode and of the merge.
 // Keys and values are the records' bf16 decodes (the readers' bf16 output).
-#include "mlakv/attention.h"
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,6 +9,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
 #include "kernels/merge.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::cpu {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "codec/element.h"
 #include "kernels/attention_params.h"
-#include "mlakv/attention.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::cuda {
 

@@ -155,22 +155,14 @@ std::span<const FormatInfo> formats() noexcept { return kFormats; }
 
 const FormatInfo& format_info(Format format) noexcept { return kFormats[static_cast<std::size_t>(format)]; }
 
-namespace {
-
-format::PageKind spec_kind(mlakv::PageKind kind) {
-  return kind == mlakv::PageKind::kTokenMajor ? format::PageKind::kTokenMajor : format::PageKind::kBlockPlanar;
-}
-
-}  // namespace
-
 std::int64_t page_bytes(const FormatInfo& info, std::int64_t block_size) {
-  return format::page_bytes(spec_kind(info.page.kind), block_size, info.record_bytes, info.page.page_multiple);
+  return format::page_bytes(info.page.kind, block_size, info.record_bytes, info.page.page_multiple);
 }
 
 std::int64_t field_offset(const FormatInfo& info, const FieldInfo& field, std::int64_t block_size, std::int64_t token,
                           std::int64_t slot_stride) {
   const format::PageRows rows =
-      format::page_rows(spec_kind(info.page.kind), block_size, slot_stride > 0 ? slot_stride : info.record_bytes,
+      format::page_rows(info.page.kind, block_size, slot_stride > 0 ? slot_stride : info.record_bytes,
                         info.page.data_row_bytes, info.page.scale_row_bytes);
   return format::page_offset(rows, token, field.region, field.offset);
 }

@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // The byte layout of every record format of docs/ABI.md, as constexpr specs.
 // This is the only place a byte offset is written down; codecs, the registry,
-// validation and the CLI take offsets from here.
+// validation and the CLI take offsets from here. The record sizes are the
+// vocabulary's (mlakv/vocabulary.h); each spec's fields must tile them.
 #pragma once
+
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::format {
 
-inline constexpr int kLatentDim = 512;  // kv_lora_rank
-inline constexpr int kRopeDim = 64;     // qk_rope_head_dim
+// The vocabulary's words, spelled format:: where the layouts are written.
+using mlakv::Format;
+using mlakv::kDataRegion;
+using mlakv::kLatentDim;
+using mlakv::kRopeDim;
+using mlakv::kScaleRegion;
+using mlakv::PageKind;
+using mlakv::record_bytes;
 
 inline constexpr int kNvfp4GroupSize = 16;
 inline constexpr int kNvfp4Groups = kLatentDim / kNvfp4GroupSize;
@@ -18,19 +27,6 @@ inline constexpr int kFp8Tiles = kLatentDim / kFp8TileSize;
 inline constexpr int kCacheAlignment = 16;
 /// Input rows (kv_c, k_pe) must start on this boundary.
 inline constexpr int kInputRowAlignment = 4;
-
-/// How a page (the bytes of one block of block_size tokens) holds its tokens.
-enum class PageKind {
-  /// One record per token, the records side by side (every format up to the 352).
-  kTokenMajor,
-  /// Regions: the data rows of all the page's tokens, then their scale rows,
-  /// then padding up to a multiple of the format's page multiple (DeepSeek V4).
-  kBlockPlanar,
-};
-
-/// The region of a page a field lives in: a token's record or data row, or its scale row.
-inline constexpr int kDataRegion = 0;
-inline constexpr int kScaleRegion = 1;
 
 struct Field {
   int offset;  // within the token's row of `region`
@@ -63,7 +59,7 @@ struct Nvfp4Latent {
 };
 
 struct FormatBf16 {
-  static constexpr int kRecordBytes = 1152;
+  static constexpr int kRecordBytes = record_bytes(Format::kBf16);
   static constexpr Field kLatent{0, kLatentDim * 2};
   static constexpr Field kRope{kLatent.end(), kRopeDim * 2};
   static constexpr Field kFields[] = {kLatent, kRope};
@@ -71,14 +67,14 @@ struct FormatBf16 {
 using FormatFp16 = FormatBf16;  // same layout, fp16 elements
 
 struct FormatFp8E4m3 {
-  static constexpr int kRecordBytes = 576;
+  static constexpr int kRecordBytes = record_bytes(Format::kFp8E4m3);
   static constexpr Field kLatent{0, kLatentDim};
   static constexpr Field kRope{kLatent.end(), kRopeDim};
   static constexpr Field kFields[] = {kLatent, kRope};
 };
 
 struct FormatFp8DsMla {
-  static constexpr int kRecordBytes = 656;
+  static constexpr int kRecordBytes = record_bytes(Format::kFp8DsMla);
   static constexpr Field kLatent{0, kLatentDim};
   static constexpr Field kTileScales{kLatent.end(), kFp8Tiles * 4};  // f32 little-endian
   static constexpr Field kRope{kTileScales.end(), kRopeDim * 2};     // raw 16-bit inputs
@@ -86,7 +82,7 @@ struct FormatFp8DsMla {
 };
 
 struct FormatNvfp4DsMla {
-  static constexpr int kRecordBytes = 432;
+  static constexpr int kRecordBytes = record_bytes(Format::kNvfp4DsMla);
   static constexpr Field kCodes = Nvfp4Latent::kCodes;
   static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
   static constexpr Field kPad{kGroupScales.end(), 16};
@@ -95,7 +91,7 @@ struct FormatNvfp4DsMla {
 };
 
 struct FormatNvfp4DsMlaFp8Rope {
-  static constexpr int kRecordBytes = 368;
+  static constexpr int kRecordBytes = record_bytes(Format::kNvfp4DsMlaFp8Rope);
   static constexpr Field kCodes = Nvfp4Latent::kCodes;
   static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
   static constexpr Field kRopeScale{kGroupScales.end(), 4};  // f32
@@ -105,7 +101,7 @@ struct FormatNvfp4DsMlaFp8Rope {
 };
 
 struct FormatNvfp4DsMlaFp8RopePts {
-  static constexpr int kRecordBytes = 368;
+  static constexpr int kRecordBytes = record_bytes(Format::kNvfp4DsMlaFp8RopePts);
   static constexpr Field kCodes = Nvfp4Latent::kCodes;
   static constexpr Field kGroupScales = Nvfp4Latent::kGroupScales;
   static constexpr Field kRopeScale{kGroupScales.end(), 4};  // f32
@@ -120,7 +116,7 @@ struct FormatNvfp4DsMlaFp8RopePts {
 // transpose so that reader thread q finds the scales of groups {4c + q} on
 // the contiguous bytes 8q + c.
 struct FormatNvfp4Fp8DsMla {
-  static constexpr int kRecordBytes = 352;
+  static constexpr int kRecordBytes = record_bytes(Format::kNvfp4Fp8DsMla);
   static constexpr Field kCodes = Nvfp4Latent::kCodes;
   static constexpr Field kRope{kCodes.end(), kRopeDim};            // E4M3, unscaled
   static constexpr Field kGroupScales{kRope.end(), kNvfp4Groups};  // E4M3, permuted
@@ -153,7 +149,8 @@ struct FormatDsv4Fp8Sparse {
   /// The amax floor of vLLM's writer, applied before the division by 448.
   static constexpr float kAmaxFloor = 1e-4f;
 };
-static_assert(FormatDsv4Fp8Sparse::kRecordBytes == 584 && FormatDsv4Fp8Sparse::kDataRowBytes == 576);
+static_assert(FormatDsv4Fp8Sparse::kRecordBytes == record_bytes(Format::kFp8DsMlaV4) &&
+              FormatDsv4Fp8Sparse::kDataRowBytes == 576);
 static_assert(FormatDsv4Fp8Sparse::kNopeDims + FormatDsv4Fp8Sparse::kRopeDims == kLatentDim);
 static_assert(tiles_rows(FormatDsv4Fp8Sparse::kFields, FormatDsv4Fp8Sparse::kDataRowBytes,
                          FormatDsv4Fp8Sparse::kScaleRowBytes));
@@ -179,7 +176,7 @@ struct FormatDsv41Mxfp8 {
   /// The amax floor of the UE8M0 rule (shared with the V4 page: vLLM's writers).
   static constexpr float kAmaxFloor = 1e-4f;
 };
-static_assert(FormatDsv41Mxfp8::kRecordBytes == 528 && FormatDsv41Mxfp8::kTiles == 16);
+static_assert(FormatDsv41Mxfp8::kRecordBytes == record_bytes(Format::kFp8DsMlaV41) && FormatDsv41Mxfp8::kTiles == 16);
 static_assert(tiles_record<FormatDsv41Mxfp8::kRecordBytes>(FormatDsv41Mxfp8::kFields));
 
 struct FormatDsv41Fp4 {
@@ -196,7 +193,7 @@ struct FormatDsv41Fp4 {
   static constexpr float kMinScale = 0x1p-9f;  // E4M3's smallest subnormal: a zero tile's scale
   static constexpr float kMaxScale = 448.0f;
 };
-static_assert(FormatDsv41Fp4::kRecordBytes == 288 && FormatDsv41Fp4::kTiles == 32);
+static_assert(FormatDsv41Fp4::kRecordBytes == record_bytes(Format::kNvfp4DsMlaV41) && FormatDsv41Fp4::kTiles == 32);
 static_assert(tiles_record<FormatDsv41Fp4::kRecordBytes>(FormatDsv41Fp4::kFields));
 static_assert(FormatDsv41Mxfp8::kNopeDims % FormatDsv41Mxfp8::kTileSize == 0 &&
                   FormatDsv41Fp4::kNopeDims % FormatDsv41Fp4::kTileSize == 0,
@@ -228,6 +225,7 @@ static_assert(tiles_record<FormatNvfp4Fp8DsMla::kRecordBytes>(FormatNvfp4Fp8DsMl
 // ABI.md: the compact record keeps the stock offsets and shrinks only the RoPE tail.
 static_assert(FormatNvfp4DsMlaFp8Rope::kRope.offset == FormatNvfp4DsMla::kRope.offset);
 static_assert(FormatNvfp4DsMlaFp8RopePts::kRecordBytes == FormatNvfp4DsMlaFp8Rope::kRecordBytes);
+static_assert(record_bytes(Format::kFp16) == FormatFp16::kRecordBytes);
 static_assert(FormatNvfp4Fp8DsMla::kRecordBytes == 352);
 static_assert(FormatFp8DsMla::kRecordBytes % kCacheAlignment == 0 &&
                   FormatNvfp4DsMla::kRecordBytes % kCacheAlignment == 0 &&

@@ -8,7 +8,7 @@
 
 #include "codec/token.h"
 #include "format/page.h"
-#include "mlakv/formats.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::kernels {
 

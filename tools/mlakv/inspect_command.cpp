@@ -174,7 +174,9 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--scale", o->scale, "k_scale the fp8_e4m3 records were written with")->default_val(1.0f);
   cmd->add_option("--rope-dtype", o->rope_dtype, "What fp8_ds_mla's raw RoPE values are: bf16 or fp16")
       ->default_val("bf16");
-  cmd->add_option("--values", o->values, "How many decoded values to print")->default_val(8)->check(CLI::Range(1, 512));
+  cmd->add_option("--values", o->values, "How many decoded values to print")
+      ->default_val(8)
+      ->check(CLI::Range(1, kLatentDim));
   cmd->callback([o] { run_inspect(*o); });
 }
 

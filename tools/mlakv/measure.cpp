@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "measure.h"
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 
-#include "codec/element.h"
 #include "device_buffer.h"
-#include "format/specs.h"
 #include "mlakv/attention.h"
 #include "mlakv/kv_cache.h"
 #include "mlakv/readers.h"
@@ -18,12 +18,14 @@ namespace mlakv::tool {
 namespace {
 
 constexpr std::int64_t kBlockSize = 64;
-constexpr int kLatent = format::kLatentDim;
-constexpr int kRope = format::kRopeDim;
+constexpr int kLatent = kLatentDim;
+constexpr int kRope = kRopeDim;
 constexpr int kKey = kQueryDim;
 constexpr float kQueryFocus = 15.0f;
 
-float widen_bf16(std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); }
+// CUDA's own bf16 conversions, as the library's codecs (host rounding maps NaN to 0x7FFF).
+float widen_bf16(std::uint16_t bits) { return __bfloat162float(__ushort_as_bfloat16(bits)); }
+std::uint16_t round_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
 // K distinct tokens of [0, tokens) per row, in random order.
 std::vector<std::int32_t> select_tokens(std::int64_t rows, std::int64_t tokens, std::int64_t topk,
@@ -74,7 +76,7 @@ Queries make_queries(const Activations& bf16, std::int64_t rows, std::int64_t he
       }
       const float scale = norm2 > 0.0 ? kQueryFocus / static_cast<float>(std::sqrt(norm2)) : 0.0f;
       for (int d = 0; d < kKey; ++d) {
-        q.q[(r * heads + h) * kKey + d] = codec::encode_bf16(scale * key[d] + normal(rng));
+        q.q[(r * heads + h) * kKey + d] = round_bf16(scale * key[d] + normal(rng));
       }
     }
   }
@@ -85,7 +87,7 @@ Queries user_queries(const std::vector<float>& values, std::int64_t rows, std::i
                      std::int64_t topk, std::uint64_t seed) {
   std::mt19937_64 rng(seed ^ 0x51ED5EEDull);
   Queries q{rows, heads, topk, std::vector<std::uint16_t>(values.size()), select_tokens(rows, tokens, topk, rng)};
-  for (std::size_t i = 0; i < values.size(); ++i) q.q[i] = codec::encode_bf16(values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) q.q[i] = round_bf16(values[i]);
   return q;
 }
 

@@ -22,6 +22,7 @@
 #include "measure.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
+#include "mlakv/vocabulary.h"
 #include "npy.h"
 #include "progress.h"
 #include "report_options.h"
@@ -104,10 +105,12 @@ Inputs user_inputs(const ReportOptions& o, int heads) {
   const auto shape_error = [&](const std::string& file, const std::string& want) {
     throw Error(ErrorCode::kShape, "--activations: " + dir + "/" + file + ": shape must be " + want);
   };
-  if (kv.shape.size() != 2 || kv.shape[1] != 512 || kv.shape[0] < 1) shape_error("kv_c.npy", "[T, 512]");
+  if (kv.shape.size() != 2 || kv.shape[1] != kLatentDim || kv.shape[0] < 1) {
+    shape_error("kv_c.npy", fmt::format("[T, {}]", kLatentDim));
+  }
   const std::int64_t tokens = kv.shape[0];
-  if (pe.shape.size() != 2 || pe.shape[0] != tokens || pe.shape[1] != 64) {
-    shape_error("k_pe.npy", "[T, 64] with T = " + std::to_string(tokens) + " (kv_c.npy's rows)");
+  if (pe.shape.size() != 2 || pe.shape[0] != tokens || pe.shape[1] != kRopeDim) {
+    shape_error("k_pe.npy", fmt::format("[T, {}] with T = {} (kv_c.npy's rows)", kRopeDim, tokens));
   }
   check_finite(o, "kv_c.npy", "kv_c", kv);
   check_finite(o, "k_pe.npy", "k_pe", pe);
@@ -119,8 +122,8 @@ Inputs user_inputs(const ReportOptions& o, int heads) {
   std::error_code missing;
   if (std::filesystem::exists(dir + "/q.npy", missing)) {  // a stat, never an open: a FIFO is refused by read_npy
     const NpyArray q = read_npy("--activations", dir + "/q.npy");
-    if (q.shape.size() != 3 || q.shape[2] != 576 || q.shape[0] < 1 || q.shape[1] < 1) {
-      shape_error("q.npy", "[R, H, 576]");
+    if (q.shape.size() != 3 || q.shape[2] != kQueryDim || q.shape[0] < 1 || q.shape[1] < 1) {
+      shape_error("q.npy", fmt::format("[R, H, {}]", kQueryDim));
     }
     check_finite(o, "q.npy", "q", q);
     in.queries = user_queries(q.values, q.shape[0], q.shape[1], tokens, topk, o.seed);
@@ -181,9 +184,8 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
   const bool cuda = device.type == DeviceType::kCuda;
   fmt::print("mlakv report: {} ({} MLA layers, {} heads), KV memory {}, {} backend\n", budget.model.name,
              budget.model.layers, budget.model.heads, budget.budget_text, cuda ? "CUDA" : "CPU");
-  fmt::print(
-      "accuracy on {}; sparse attention: {} query rows x {} heads x {} selected tokens, sm_scale 1/sqrt(576)\n\n",
-      in.source, in.queries.rows, in.queries.heads, in.queries.topk);
+  fmt::print("accuracy on {}; sparse attention: {} query rows x {} heads x {} selected tokens, sm_scale 1/sqrt({})\n\n",
+             in.source, in.queries.rows, in.queries.heads, in.queries.topk, kQueryDim);
   fmt::print("  {:<26} {:>5} {:>9} {:>14} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>11}", "format", "bytes",
              "KiB/token", "tokens", "128k seqs", "x bf16", "latent %", "rope %", "attn %", "write GB/s", "read GB/s",
              "write Mtok/s", "read Mtok/s");
@@ -215,8 +217,9 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
     fmt::print(
         "! {}: non-finite decoded or reference values (NaN/inf; '%' columns cover the finite ones): {} of {} "
         "latent, {} of {} rope, {} of {} attention outputs{}\n",
-        format_info(r.capacity.format).id, r.accuracy.latent.nonfinite, in.bf16.tokens * 512, r.accuracy.rope.nonfinite,
-        in.bf16.tokens * 64, r.accuracy.attention.nonfinite, in.queries.rows * in.queries.heads * 512,
+        format_info(r.capacity.format).id, r.accuracy.latent.nonfinite, in.bf16.tokens * kLatentDim,
+        r.accuracy.rope.nonfinite, in.bf16.tokens * kRopeDim, r.accuracy.attention.nonfinite,
+        in.queries.rows * in.queries.heads * kValueDim,
         r.capacity.format == Format::kFp16 ? " (fp16 holds |x| <= 65504: larger inputs overflow)" : "");
   }
   if (best < rows.size()) {
@@ -234,8 +237,9 @@ void print_json(const ModelBudget& budget, const Inputs& in, Device device, cons
                      budget.model.heads);
   out += fmt::format("  \"kv_memory\": {},\n  \"device\": {},\n  \"source\": {},\n", budget.kv_memory,
                      json_string(device.type == DeviceType::kCuda ? "cuda" : "cpu"), json_string(in.source));
-  out += fmt::format("  \"attention\": {{\"rows\": {}, \"heads\": {}, \"topk\": {}, \"sm_scale\": {}}},\n",
-                     in.queries.rows, in.queries.heads, in.queries.topk, json_number(1.0 / std::sqrt(576.0)));
+  out +=
+      fmt::format("  \"attention\": {{\"rows\": {}, \"heads\": {}, \"topk\": {}, \"sm_scale\": {}}},\n",
+                  in.queries.rows, in.queries.heads, in.queries.topk, json_number(1.0 / std::sqrt(double{kQueryDim})));
   out += fmt::format(
       "  \"max_attention_error\": {},\n  \"recommended\": {},\n  \"reason\": {},\n", json_number(o.max_attention_error),
       best < rows.size() ? json_string(format_info(rows[best].capacity.format).id) : "null", json_string(reason));

@@ -11,7 +11,6 @@
 
 #include "commands.h"
 #include "device_buffer.h"
-#include "format/specs.h"
 #include "measure.h"
 #include "mlakv/formats.h"
 #include "mlakv/kv_cache.h"
@@ -62,14 +61,13 @@ void run_roundtrip(const RoundtripOptions& options) {
     DeviceBuffer pe_out(device, nullptr, a.k_pe_f32.size() * sizeof(float));
     const TensorView cache_view =
         on(cache, make_view(nullptr, DType::kUInt8, {num_blocks, kBlockSize, info.record_bytes}));
-    write_records(info.format, on(kv_buffer, make_view(nullptr, a.dtype, {tokens, format::kLatentDim})),
-                  on(pe_buffer, make_view(nullptr, a.dtype, {tokens, format::kRopeDim})), cache_view, slot_view,
-                  &scale);
+    write_records(info.format, on(kv_buffer, make_view(nullptr, a.dtype, {tokens, kLatentDim})),
+                  on(pe_buffer, make_view(nullptr, a.dtype, {tokens, kRopeDim})), cache_view, slot_view, &scale);
     GatherOptions gather_options;
     gather_options.scale = &scale;
     gather_records(info.format, cache_view, slot_view,
-                   on(kv_out, make_view(nullptr, DType::kFloat32, {tokens, format::kLatentDim})),
-                   on(pe_out, make_view(nullptr, DType::kFloat32, {tokens, format::kRopeDim})), gather_options);
+                   on(kv_out, make_view(nullptr, DType::kFloat32, {tokens, kLatentDim})),
+                   on(pe_out, make_view(nullptr, DType::kFloat32, {tokens, kRopeDim})), gather_options);
     std::vector<float> kv_c_out(a.kv_c_f32.size());
     std::vector<float> k_pe_out(a.k_pe_f32.size());
     kv_out.copy_to_host(kv_c_out.data());

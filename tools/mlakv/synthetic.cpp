@@ -1,29 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "synthetic.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cmath>
 #include <random>
 
-#include "codec/element.h"
-#include "format/specs.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::tool {
 namespace {
 
+// CUDA's own conversions, as the library's codecs (host bf16 rounding maps NaN to 0x7FFF).
 std::uint16_t round_to(DType dtype, float x) {
-  return dtype == DType::kFloat16 ? __half_as_ushort(__float2half_rn(x)) : codec::encode_bf16(x);
+  return dtype == DType::kFloat16 ? __half_as_ushort(__float2half_rn(x)) : __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
 float widen(DType dtype, std::uint16_t bits) {
-  return dtype == DType::kFloat16 ? codec::load_input<codec::InputDtype::kFp16>(bits)
-                                  : codec::load_input<codec::InputDtype::kBf16>(bits);
+  return dtype == DType::kFloat16 ? __half2float(__ushort_as_half(bits)) : __bfloat162float(__ushort_as_bfloat16(bits));
 }
 
 }  // namespace
 
 Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t seed) {
-  constexpr int kLatent = format::kLatentDim;
-  constexpr int kRope = format::kRopeDim;
+  constexpr int kLatent = kLatentDim;
+  constexpr int kRope = kRopeDim;
   constexpr int kOutlierEvery = 97;  // a handful of outlier channels
   constexpr int kTinyEvery = 64;     // tokens whose whole latent is tiny
   constexpr float kTiny = 1.0f / 1024.0f;
