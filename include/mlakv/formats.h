@@ -49,6 +49,14 @@ struct EngineName {
   bool per_token_scale = false;     ///< ... and its per-token-scale variant
 };
 
+/// What a format asks of the calls that write or read it. Validation and
+/// resolve_format apply these instead of testing format ids.
+struct FormatPolicy {
+  bool needs_k_scale = false;         ///< writers, readers and the decode require k_scale (fp8_e4m3's per-tensor scale)
+  DType input_dtype = DType::kOther;  ///< the one input dtype a record storing inputs verbatim takes (bf16, fp16);
+                                      ///< kOther: bf16 or fp16 inputs
+};
+
 struct FormatInfo {
   Format format;
   std::string_view id;                       ///< the ABI id, e.g. "nvfp4_ds_mla_fp8_rope"
@@ -60,6 +68,7 @@ struct FormatInfo {
   std::span<const EngineName> engine_names;  ///< the engines' kv_cache_dtype strings for this record
   TokenGeometry geometry;                    ///< the values of a token
   PageLayout page;                           ///< how a page holds its tokens
+  FormatPolicy policy = {};                  ///< what calls on this format must supply
 };
 
 /// All formats, in the order of docs/ABI.md.

@@ -56,8 +56,9 @@ def _widths(format: str) -> tuple[int, int]:
 def formats() -> list[dict[str, Any]]:
     """The formats of ABI.md: id, record_bytes, cache_alignment, layout, source, fields, engine_names,
     geometry (nope_dims, rope_dims, v_includes_rope) and page (kind "token_major" or "block_planar",
-    data_row_bytes, scale_row_bytes, page_multiple); each field has region ("data" or "scale"),
-    element and group besides name, offset, bytes and contents."""
+    data_row_bytes, scale_row_bytes, page_multiple) and policy (needs_k_scale; input_dtype: "bf16" or
+    "fp16" for the records that store inputs verbatim, else None); each field has region ("data" or
+    "scale"), element and group besides name, offset, bytes and contents."""
     return _mlakv.formats()
 
 

@@ -165,6 +165,12 @@ nb::list py_formats() {
     page["scale_row_bytes"] = info.page.scale_row_bytes;
     page["page_multiple"] = info.page.page_multiple;
     entry["page"] = page;
+    nb::dict policy;
+    policy["needs_k_scale"] = info.policy.needs_k_scale;
+    const DType stored = info.policy.input_dtype;
+    policy["input_dtype"] = stored == DType::kOther ? nb::object(nb::none())
+                                                    : nb::object(nb::str(stored == DType::kBFloat16 ? "bf16" : "fp16"));
+    entry["policy"] = policy;
     nb::list names;
     for (const EngineName& n : info.engine_names) {
       nb::dict name;
@@ -189,6 +195,7 @@ nb::list py_capabilities() {
     entry["arch"] = std::string(c.arch);
     entry["writer"] = c.writer;
     entry["reader"] = c.reader;
+    entry["decode"] = c.decode;
     out.append(entry);
   }
   return out;

@@ -23,14 +23,38 @@ std::vector<std::string> cuda_archs() {
 
 }  // namespace
 
+// What the backends implement: both write and read every format (token-major
+// records and block-planar pages, src/cpu/ and src/cuda/); both sparse decodes
+// read token-major records of 512 + 64 values (the DeepSeek V4 family's 448 + 64
+// formats have no decode yet).
+bool supports(Format format, Backend backend, Operation operation) noexcept {
+  if (backend == Backend::kCuda && !MLAKV_WITH_CUDA) return false;
+  const FormatInfo& info = format_info(format);
+  switch (operation) {
+    case Operation::kWrite:
+    case Operation::kRead:
+      return true;
+    case Operation::kDecode:
+      return info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == kLatentDim &&
+             info.geometry.rope_dims == kRopeDim;
+  }
+  return false;
+}
+
 std::vector<Capability> capabilities() {
   static const std::vector<std::string> archs = cuda_archs();
   std::vector<Capability> caps;
+  const auto capability = [](Format format, Backend backend, std::string_view arch) {
+    return Capability{format,
+                      backend,
+                      arch,
+                      supports(format, backend, Operation::kWrite),
+                      supports(format, backend, Operation::kRead),
+                      supports(format, backend, Operation::kDecode)};
+  };
   for (const FormatInfo& info : formats()) {
-    caps.push_back(Capability{info.format, Backend::kCpu, "any", /*writer=*/true, /*reader=*/true});
-    for (const std::string& arch : archs) {
-      caps.push_back(Capability{info.format, Backend::kCuda, arch, /*writer=*/true, /*reader=*/true});
-    }
+    caps.push_back(capability(info.format, Backend::kCpu, "any"));
+    for (const std::string& arch : archs) caps.push_back(capability(info.format, Backend::kCuda, arch));
   }
   return caps;
 }

@@ -88,9 +88,8 @@ Format resolve_format(const Check& check, std::string_view width_arg, std::strin
   // "auto" follows the model's dtype.
   if (input_dtype == DType::kBFloat16 || input_dtype == DType::kFloat16) {
     switched = filtered(switched, [&](const Candidate& c) {
-      if (c.info->format == Format::kBf16) return input_dtype == DType::kBFloat16;
-      if (c.info->format == Format::kFp16) return input_dtype == DType::kFloat16;
-      return true;
+      const DType stored = c.info->policy.input_dtype;
+      return stored == DType::kOther || stored == input_dtype;
     });
   }
   const std::string name = quoted(kv_cache_dtype);

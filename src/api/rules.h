@@ -10,6 +10,7 @@
 
 #include "api/check.h"
 #include "kernels/params.h"
+#include "mlakv/capabilities.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
 
@@ -37,6 +38,9 @@ struct Named {
 
 /// Every tensor on one device, one this build has a backend for; returns it.
 Device check_devices(const Check& check, std::initializer_list<Named> tensors);
+/// The capability gate: `device`'s backend implements `operation` on `format`
+/// (mlakv::supports), or kUnsupported listing the formats it does.
+void check_supported(const Check& check, Format format, const Device& device, Operation operation);
 void check_dtype(const Check& check, std::string_view name, const TensorView& v, DType expected);
 void check_rank(const Check& check, std::string_view name, const TensorView& v, int ndim, std::string_view expected);
 /// A view with a zero extent: valid whatever its strides (numpy 2 gives them as 0), and never read.

@@ -38,6 +38,37 @@ std::string fmt_float(float v) {
 
 }  // namespace
 
+namespace {
+
+std::string_view operation_name(Operation operation) {
+  switch (operation) {
+    case Operation::kWrite:
+      return "write_records";
+    case Operation::kRead:
+      return "gather_records";
+    case Operation::kDecode:
+      return "sparse_mla_decode";
+  }
+  return "";
+}
+
+}  // namespace
+
+void check_supported(const Check& check, Format format, const Device& device, Operation operation) {
+  const Backend backend = device.type == DeviceType::kCuda ? Backend::kCuda : Backend::kCpu;
+  if (supports(format, backend, operation)) return;
+  std::string supported;
+  for (const FormatInfo& info : formats()) {
+    if (!supports(info.format, backend, operation)) continue;
+    if (!supported.empty()) supported += ", ";
+    supported += info.id;
+  }
+  check.fail(ErrorCode::kUnsupported, "format",
+             "the " + std::string(backend_name(backend)) + " backend's " + std::string(operation_name(operation)) +
+                 " supports " + (supported.empty() ? std::string("no format") : supported),
+             format_info(format).id);
+}
+
 // Every tensor on one device, and one this build has a backend for.
 Device check_devices(const Check& check, std::initializer_list<Named> tensors) {
   const Named& first = *tensors.begin();
@@ -358,12 +389,13 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   const FormatInfo& info = format_info(format);
   const Device device = check_devices(
       check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
+  check_supported(check, format, device, Operation::kWrite);
   // dtype
   const codec::InputDtype dtype = input_dtype(check, kv_c);
   MLAKV_REQUIRE(check, k_pe.dtype == kv_c.dtype, ErrorCode::kDtype, "k_pe",
                 std::string("dtype must match kv_c (") + dtype_name(kv_c.dtype) + ")", dtype_name(k_pe.dtype));
-  if (format == Format::kBf16 || format == Format::kFp16) {
-    const DType record_dtype = format == Format::kBf16 ? DType::kBFloat16 : DType::kFloat16;
+  if (info.policy.input_dtype != DType::kOther) {
+    const DType record_dtype = info.policy.input_dtype;
     MLAKV_REQUIRE(check, kv_c.dtype == record_dtype, ErrorCode::kDtype, "kv_c",
                   std::string("dtype must be ") + dtype_name(record_dtype) + " (the record stores inputs verbatim)",
                   dtype_name(kv_c.dtype));
@@ -380,7 +412,7 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   check_data(check, "kv_c", kv_c);
   check_data(check, "k_pe", k_pe);
   const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
-  const ScaleArg k_scale = read_scale(check, scale, format == Format::kFp8E4m3, device);
+  const ScaleArg k_scale = read_scale(check, scale, info.policy.needs_k_scale, device);
   // The cache is written while the others are read: no byte may be both.
   const Named written = {"kv_cache", &kv_cache};
   check_disjoint(check, {"kv_c", &kv_c}, {written});
@@ -462,13 +494,14 @@ kernels::GatherParams validate_gather(const Check& check, Format format, const T
                                       const GatherOptions& options) {
   const Device device = check_devices(
       check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
+  check_supported(check, format, device, Operation::kRead);
   const std::int64_t* slot_data = check_slots(check, "slots", slots);
   const std::int64_t rows = slots.shape[0];
   const Outputs out = check_outputs(check, format_info(format), kv_c_out, k_pe_out, rows, "len(slots)");
   // CUDA reads records with 16-byte loads.
   const kernels::CacheLayout cache =
       check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
-  const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);
+  const ScaleArg k_scale = read_scale(check, options.scale, format_info(format).policy.needs_k_scale, device);
   check_outputs_disjoint(check, kv_c_out, k_pe_out,
                          {{"kv_cache", &kv_cache}, {"slots", &slots}, {"scale", options.scale}});
   kernels::RowSource source{};
@@ -486,6 +519,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
                                               {"cu_seq_lens", &cu_seq_lens},
                                               {"kv_c_out", &kv_c_out},
                                               {"k_pe_out", &k_pe_out}});
+  check_supported(check, format, device, Operation::kRead);
   check_dtype(check, "block_table", block_table, DType::kInt32);
   check_rank(check, "block_table", block_table, 2, "(B, max_blocks)");
   const std::int64_t batch = block_table.shape[0];
@@ -506,7 +540,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   const Outputs out = check_outputs(check, format_info(format), kv_c_out, k_pe_out, rows, "total rows");
   const kernels::CacheLayout cache =
       check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
-  const ScaleArg k_scale = read_scale(check, options.scale, format == Format::kFp8E4m3, device);
+  const ScaleArg k_scale = read_scale(check, options.scale, format_info(format).policy.needs_k_scale, device);
   check_outputs_disjoint(check, kv_c_out, k_pe_out,
                          {{"kv_cache", &kv_cache},
                           {"block_table", &block_table},

@@ -63,13 +63,9 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   const Device device =
       check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
-  // format: the decode reads the 512 + 64 geometry of token-major pages
+  // format: one the backend's decode reads (token-major records of 512 + 64 values)
+  check_supported(check, format, device, Operation::kDecode);
   const FormatInfo& info = format_info(format);
-  MLAKV_REQUIRE(check, info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == 512,
-                ErrorCode::kUnsupported, "format",
-                "sparse_mla_decode reads token-major formats of 512 latent + 64 RoPE values; the DeepSeek V4 "
-                "family's formats (448 + 64) are not supported yet",
-                std::string(info.id));
   // q
   check_dtype(check, "q", q, DType::kBFloat16);
   check_rank(check, "q", q, 3, "(R, H, " + str(kQueryDim) + ")");
@@ -105,7 +101,7 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
                 "must be finite (0: 1/sqrt(576))", std::to_string(options.sm_scale));
   const float sm_scale = options.sm_scale != 0.0f ? options.sm_scale : 1.0f / std::sqrt(float{kQueryDim});
   const kernels::CacheLayout cache = check_cache(check, format_info(format), kv_cache, cuda);
-  const ScaleArg k_scale = read_scale(check, options.decode.scale, format == Format::kFp8E4m3, device);
+  const ScaleArg k_scale = read_scale(check, options.decode.scale, info.policy.needs_k_scale, device);
   const codec::DecodeParams decode = decode_params(check, options.decode, k_scale.value);
   if (cuda) {
     check_cuda_alignment(check, "q", q, 8);

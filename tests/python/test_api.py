@@ -112,10 +112,18 @@ def test_v41_records_round_trip_through_the_engines_view_of_a_cache(name, record
     assert mlakv.resolve_format(name, record_bytes) == fid
 
 
+def test_formats_state_each_formats_policy():
+    policy = {f["id"]: f["policy"] for f in mlakv.formats()}
+    assert {fmt for fmt, p in policy.items() if p["needs_k_scale"]} == {"fp8_e4m3"}
+    assert {fmt: p["input_dtype"] for fmt, p in policy.items() if p["input_dtype"]} == {"bf16": "bf16", "fp16": "fp16"}
+
+
 def test_capabilities_cover_every_format_on_the_cpu():
     caps = mlakv.capabilities()
     cpu = {c["format"] for c in caps if c["backend"] == "cpu" and c["writer"] and c["reader"]}
     assert cpu == set(RECORD_BYTES) | set(V4_RECORD_BYTES)
+    decode = {c["format"] for c in caps if c["backend"] == "cpu" and c["decode"]}
+    assert decode == set(RECORD_BYTES)  # the decode reads the 512 + 64 records, not the V4 family
 
 
 def test_version_is_a_string():

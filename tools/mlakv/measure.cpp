@@ -133,10 +133,12 @@ struct Measurement::Buffers {
     return on(cache, make_view(nullptr, DType::kUInt8, {num_blocks, kBlockSize, format_info(format).record_bytes}));
   }
 
-  const Activations& inputs(Format format) const { return format == Format::kFp16 ? fp16 : bf16; }
+  // fp16 inputs for the record that stores fp16 (its policy), bf16 for every other.
+  static bool takes_fp16(Format format) { return format_info(format).policy.input_dtype == DType::kFloat16; }
+  const Activations& inputs(Format format) const { return takes_fp16(format) ? fp16 : bf16; }
 
   void write(Format format) {
-    const bool half = format == Format::kFp16;
+    const bool half = takes_fp16(format);
     const DType dtype = half ? DType::kFloat16 : DType::kBFloat16;
     const TensorView scale = make_view(&k_scale, DType::kFloat32, {1});
     write_records(format, on(half ? kv_fp16 : kv_bf16, make_view(nullptr, dtype, {tokens, kLatent})),
@@ -189,7 +191,7 @@ FormatAccuracy Measurement::accuracy(Format format) {
   const TensorView scale = make_view(&b.k_scale, DType::kFloat32, {1});
   GatherOptions options;
   options.scale = &scale;
-  options.rope_dtype = format == Format::kFp16 ? DType::kFloat16 : DType::kBFloat16;
+  options.rope_dtype = Buffers::takes_fp16(format) ? DType::kFloat16 : DType::kBFloat16;
   gather_records(format, b.cache_view(format), b.on(b.slots, make_view(nullptr, DType::kInt64, {b.tokens})),
                  b.on(b.kv_out, make_view(nullptr, DType::kFloat32, {b.tokens, kLatent})),
                  b.on(b.pe_out, make_view(nullptr, DType::kFloat32, {b.tokens, kRope})), options);

@@ -52,8 +52,8 @@ void run_roundtrip(const RoundtripOptions& options) {
              "latent max abs", "rope rel rms", "rope max abs");
   const int bf16_bytes = format_info(Format::kBf16).record_bytes;
   for (const FormatInfo& info : formats()) {
-    if (info.geometry.nope_dims != 512) continue;  // 512 + 64 token-major formats only
-    const Activations& a = info.format == Format::kFp16 ? fp16 : bf16;
+    if (info.geometry.nope_dims != kLatentDim) continue;  // 512 + 64 token-major formats only
+    const Activations& a = info.policy.input_dtype == DType::kFloat16 ? fp16 : bf16;
     DeviceBuffer kv_buffer(device, a.kv_c.data(), a.kv_c.size() * 2);
     DeviceBuffer pe_buffer(device, a.k_pe.data(), a.k_pe.size() * 2);
     DeviceBuffer cache(device, nullptr, static_cast<std::size_t>(num_blocks * kBlockSize * info.record_bytes));
