@@ -60,6 +60,19 @@ class DeviceBuffer {
   std::size_t bytes_;
 };
 
+#ifdef __CUDACC__
+/// Adds each running lane's `n` to *checked, one atomic per warp (1-D
+/// blocks): a proof kernel counts the cases it compared so that its test can
+/// assert the total, which a kernel whose threads all return early fails.
+__device__ inline void count_checked(unsigned long long* checked, unsigned n) {
+  const unsigned mask = __activemask();
+  const unsigned total = __reduce_add_sync(mask, n);
+  if (static_cast<int>(threadIdx.x % 32) == __ffs(static_cast<int>(mask)) - 1) {
+    atomicAdd(checked, static_cast<unsigned long long>(total));
+  }
+}
+#endif
+
 /// The same view on the device: data moved by `offset` bytes into `buffer`.
 inline TensorView on_device(TensorView host_view, const DeviceBuffer& buffer, std::size_t offset = 0) {
   host_view.data = buffer.get<std::uint8_t>() + offset;
