@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "codec/hd.h"
+#include "format/hd.h"
 
 namespace mlakv::codec {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "codec/hd.h"
+#include "format/hd.h"
 #include "format/specs.h"
 
 namespace mlakv::format {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// MLAKV_HD marks code compiled for both the CPU and the GPU: the codecs.
+// MLAKV_HD marks code compiled for both the CPU and the GPU (the page rule, the
+// codecs). It sits in the lowest internal layer so that nothing includes upward.
 #pragma once
 
 #if defined(__CUDACC__)
