@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
+#include "mlakv/formats.h"
 #include "mlakv/tensor_view.h"
 
 namespace mlakv::test {
@@ -72,6 +74,20 @@ __device__ inline void count_checked(unsigned long long* checked, unsigned n) {
   }
 }
 #endif
+
+/// The input dtype a parity test writes `f` with: the one its record stores
+/// (bf16, fp16: the registry's policy), else `preferred`.
+inline DType dtype_for(Format f, DType preferred) {
+  const DType stored = format_info(f).policy.input_dtype;
+  return stored != DType::kOther ? stored : preferred;
+}
+
+/// Slots first, first + 1, ..., first + n - 1.
+inline std::vector<std::int64_t> iota_slots(std::int64_t n, std::int64_t first = 0) {
+  std::vector<std::int64_t> s(static_cast<std::size_t>(n));
+  std::iota(s.begin(), s.end(), first);
+  return s;
+}
 
 /// The same view on the device: data moved by `offset` bytes into `buffer`.
 inline TensorView on_device(TensorView host_view, const DeviceBuffer& buffer, std::size_t offset = 0) {
