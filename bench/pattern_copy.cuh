@@ -21,7 +21,7 @@ using mlakv::cuda::kWarpSize;
 inline constexpr int kPatternWarpsPerBlock = 4;     // as the writers and readers
 inline constexpr int kInputBytes = (512 + 64) * 2;  // one token's bf16 latent and RoPE
 
-// One warp per token, as encode_records_kernel: lane l loads bytes
+// One warp per token, as write_records_kernel: lane l loads bytes
 // [32l, 32l + 32) of the latent and [4l, 4l + 4) of the RoPE (issued with the
 // slot's load, as the writers do), and the warp
 // stores the record's 16-byte chunks straight from registers (chunk c from
@@ -49,7 +49,7 @@ __global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8
   }
 }
 
-// As decode_records_kernel: two rows per warp, both records loaded before
+// As gather_records_kernel: two rows per warp, both records loaded before
 // either row is stored; each 1,152-byte output row is stored from registers
 // (chunk c from lane c % 32), its bytes taken from the lane's record chunks.
 template <int kRecordBytes>

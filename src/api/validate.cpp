@@ -407,8 +407,8 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   const std::int64_t rope = info.geometry.rope_dims;
   check_rank(check, "kv_c", kv_c, 2, "(T, " + str(nope) + ")");
   check_rank(check, "k_pe", k_pe, 2, "(T, " + str(rope) + ")");
-  const std::int64_t stride_kv_c = check_input_rows(check, "kv_c", kv_c, nope, tokens);
-  const std::int64_t stride_k_pe = check_input_rows(check, "k_pe", k_pe, rope, tokens);
+  const std::int64_t kv_c_stride_bytes = check_input_rows(check, "kv_c", kv_c, nope, tokens);
+  const std::int64_t k_pe_stride_bytes = check_input_rows(check, "k_pe", k_pe, rope, tokens);
   check_data(check, "kv_c", kv_c);
   check_data(check, "k_pe", k_pe);
   const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
@@ -422,9 +422,9 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   return kernels::WriteParams{format,
                               dtype,
                               static_cast<const std::uint8_t*>(kv_c.data),
-                              stride_kv_c,
+                              kv_c_stride_bytes,
                               static_cast<const std::uint8_t*>(k_pe.data),
-                              stride_k_pe,
+                              k_pe_stride_bytes,
                               slots,
                               tokens,
                               cache,
@@ -437,9 +437,9 @@ namespace {
 struct Outputs {
   kernels::OutDtype dtype;
   void* kv_c;
-  std::int64_t stride_kv_c;
+  std::int64_t kv_c_stride_bytes;
   void* k_pe;
-  std::int64_t stride_k_pe;
+  std::int64_t k_pe_stride_bytes;
 };
 
 // [rows, 512] and [rows, 64] (the format's NoPE and RoPE widths), both float32 or both bf16, innermost-contiguous, rows
@@ -483,8 +483,9 @@ void check_outputs_disjoint(const Check& check, const TensorView& kv_c_out, cons
 kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
                                     std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
                                     const float* k_scale_device) {
-  return kernels::GatherParams{format,          cache,    source,          rows,   out.dtype,     out.kv_c,
-                               out.stride_kv_c, out.k_pe, out.stride_k_pe, decode, k_scale_device};
+  return kernels::GatherParams{
+      format, cache,         source, rows, out.dtype, out.kv_c, out.kv_c_stride_bytes, out.k_pe, out.k_pe_stride_bytes,
+      decode, k_scale_device};
 }
 
 }  // namespace
@@ -529,7 +530,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   check_data(check, "block_table", block_table);
   kernels::RowSource source{};
   source.block_table = static_cast<const std::int32_t*>(block_table.data);
-  source.block_table_stride = block_table.strides[0];
+  source.block_table_stride_elems = block_table.strides[0];
   source.max_blocks = block_table.shape[1];
   source.batch = batch;
   source.seq_lens =

@@ -31,8 +31,8 @@ void gather_rows(const kernels::GatherParams& p) {
                           kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), nope,
                           rope);
     }
-    store_row(nope, Codec::kNope, static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out);
-    store_row(rope, Codec::kRope, static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out);
+    store_row(nope, Codec::kNope, static_cast<Out*>(p.kv_c_out) + row * p.kv_c_out_stride_elems);
+    store_row(rope, Codec::kRope, static_cast<Out*>(p.k_pe_out) + row * p.k_pe_out_stride_elems);
   });
 }
 
@@ -50,8 +50,8 @@ void gather(const kernels::GatherParams& p) {
       if (kernels::slot_in_range(p.cache, slot)) {
         codec::decode_record<Codec>(kernels::record_address(p.cache, slot), p.decode, kv_c, k_pe);
       }
-      store_row(kv_c, codec::kLatentDim, static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out);
-      store_row(k_pe, codec::kRopeDim, static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out);
+      store_row(kv_c, codec::kLatentDim, static_cast<Out*>(p.kv_c_out) + row * p.kv_c_out_stride_elems);
+      store_row(k_pe, codec::kRopeDim, static_cast<Out*>(p.k_pe_out) + row * p.k_pe_out_stride_elems);
     });
   });
 }

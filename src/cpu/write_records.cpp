@@ -19,8 +19,8 @@ void write_rows(const kernels::WriteParams& p) {
     if (!kernels::slot_in_range(p.cache, slot)) return;
     std::uint16_t nope[Codec::kNope];
     std::uint16_t rope[Codec::kRope];
-    std::memcpy(nope, p.kv_c + t * p.stride_kv_c, sizeof(nope));
-    std::memcpy(rope, p.k_pe + t * p.stride_k_pe, sizeof(rope));
+    std::memcpy(nope, p.kv_c + t * p.kv_c_stride_bytes, sizeof(nope));
+    std::memcpy(rope, p.k_pe + t * p.k_pe_stride_bytes, sizeof(rope));
     std::uint8_t data_row[Codec::kDataRow.bytes];
     std::uint8_t scale_row[Codec::kScaleRow.bytes];
     Codec::template encode_token<kDtype>(nope, rope, data_row, scale_row);
@@ -53,8 +53,8 @@ void write_records(const kernels::WriteParams& p) {
                                  // Copy the row out so the codec reads aligned 16-bit values whatever the input stride.
                                  std::uint16_t kv_c[codec::kLatentDim];
                                  std::uint16_t k_pe[codec::kRopeDim];
-                                 std::memcpy(kv_c, p.kv_c + t * p.stride_kv_c, sizeof(kv_c));
-                                 std::memcpy(k_pe, p.k_pe + t * p.stride_k_pe, sizeof(k_pe));
+                                 std::memcpy(kv_c, p.kv_c + t * p.kv_c_stride_bytes, sizeof(kv_c));
+                                 std::memcpy(k_pe, p.k_pe + t * p.k_pe_stride_bytes, sizeof(k_pe));
                                  // Encode into a local record and store it once, so a record is never half-written.
                                  alignas(16) std::uint8_t record[Codec::Spec::kRecordBytes];
                                  codec::encode_record<Codec, kDtype>(kv_c, k_pe, p.encode, record);

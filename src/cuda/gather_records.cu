@@ -51,7 +51,7 @@ constexpr int kRowsPerWarp = 2;
 // rows) is assembled in shared memory and stored as whole 16-byte chunks, so
 // every store instruction writes contiguous sectors.
 template <class Codec, class Out, bool kVector, bool kStaged>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) decode_records_kernel(const kernels::GatherParams p) {
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) gather_records_kernel(const kernels::GatherParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRowBytes = (codec::kLatentDim + codec::kRopeDim) * static_cast<int>(sizeof(Out));
   __shared__ SmemRecord<kStaged ? kRowBytes : 16> smem_rows[kWarpsPerBlock];
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) decode_records_kern
   for (int k = 0; k < kRowsPerWarp; ++k) {
     const std::int64_t row = first_row + k;
     if (row >= p.num_rows) break;
-    Out* out_row = static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out;
+    Out* out_row = static_cast<Out*>(p.kv_c_out) + row * p.kv_c_out_stride_elems;
     if constexpr (kStaged && requires { &Codec::decode_lane_bf16; }) {
       // bf16 straight from the codes (codec::decode_latent_group_bf16).
       std::uint16_t kv_bits[codec::kLatentPerLane] = {};
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) decode_records_kern
     } else {
       store_values<Out, codec::kLatentPerLane, kVector>(out_row + lane * codec::kLatentPerLane, kv_c);
       store_values<Out, codec::kRopePerLane, false>(
-          static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + lane * codec::kRopePerLane, k_pe);
+          static_cast<Out*>(p.k_pe_out) + row * p.k_pe_out_stride_elems + lane * codec::kRopePerLane, k_pe);
     }
   }
 }
@@ -137,19 +137,19 @@ cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
   constexpr std::int64_t kRowsPerBlock = kWarpsPerBlock * kRowsPerWarp;
   const auto blocks = static_cast<unsigned>((p.num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector = reinterpret_cast<std::uintptr_t>(p.kv_c_out) % 16 == 0 &&
-                      (p.stride_kv_c_out * static_cast<std::int64_t>(sizeof(Out))) % 16 == 0;
+                      (p.kv_c_out_stride_elems * static_cast<std::int64_t>(sizeof(Out))) % 16 == 0;
   const bool fused = static_cast<Out*>(p.k_pe_out) == static_cast<Out*>(p.kv_c_out) + codec::kLatentDim &&
-                     p.stride_k_pe_out == p.stride_kv_c_out;
+                     p.k_pe_out_stride_elems == p.kv_c_out_stride_elems;
   if constexpr (sizeof(Out) == 2) {
     if (vector && fused) {
-      decode_records_kernel<Codec, Out, true, true><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+      gather_records_kernel<Codec, Out, true, true><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
       return cudaGetLastError();
     }
   }
   if (vector) {
-    decode_records_kernel<Codec, Out, true, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    gather_records_kernel<Codec, Out, true, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   } else {
-    decode_records_kernel<Codec, Out, false, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    gather_records_kernel<Codec, Out, false, false><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   }
   return cudaGetLastError();
 }

@@ -15,7 +15,7 @@ namespace {
 constexpr int kThreadsPerBlock = 256;
 
 template <class Codec, codec::InputDtype kDtype>
-__global__ void encode_pages_kernel(const kernels::WriteParams p) {
+__global__ void write_pages_kernel(const kernels::WriteParams p) {
   const std::int64_t job = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t token = job / Codec::kParts;
   if (token >= p.num_tokens) return;
@@ -23,8 +23,8 @@ __global__ void encode_pages_kernel(const kernels::WriteParams p) {
   if (!kernels::slot_in_range(p.cache, slot)) return;
   const kernels::PagePosition at = kernels::page_position(p.cache, slot);
   // Rows are 4-byte aligned (validated): read as 16-bit values.
-  const auto* nope = reinterpret_cast<const std::uint16_t*>(p.kv_c + token * p.stride_kv_c);
-  const auto* rope = reinterpret_cast<const std::uint16_t*>(p.k_pe + token * p.stride_k_pe);
+  const auto* nope = reinterpret_cast<const std::uint16_t*>(p.kv_c + token * p.kv_c_stride_bytes);
+  const auto* rope = reinterpret_cast<const std::uint16_t*>(p.k_pe + token * p.k_pe_stride_bytes);
   Codec::template encode_part<kDtype>(
       static_cast<int>(job % Codec::kParts), nope, rope,
       kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
@@ -32,7 +32,7 @@ __global__ void encode_pages_kernel(const kernels::WriteParams p) {
 }
 
 template <class Codec, class Out>
-__global__ void decode_pages_kernel(const kernels::GatherParams p) {
+__global__ void gather_pages_kernel(const kernels::GatherParams p) {
   const std::int64_t job = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t row = job / Codec::kParts;
   if (row >= p.num_rows) return;
@@ -46,8 +46,9 @@ __global__ void decode_pages_kernel(const kernels::GatherParams p) {
   }
   // Part p holds values [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
   const int start = part * Codec::kPartValues;
-  Out* out = start < Codec::kNope ? static_cast<Out*>(p.kv_c_out) + row * p.stride_kv_c_out + start
-                                  : static_cast<Out*>(p.k_pe_out) + row * p.stride_k_pe_out + (start - Codec::kNope);
+  Out* out = start < Codec::kNope
+                 ? static_cast<Out*>(p.kv_c_out) + row * p.kv_c_out_stride_elems + start
+                 : static_cast<Out*>(p.k_pe_out) + row * p.k_pe_out_stride_elems + (start - Codec::kNope);
   for (int i = 0; i < Codec::kPartValues; ++i) {
     // The CPU reader's stores: one canonical f32 NaN, or bf16 with every NaN 0x7FFF.
     if constexpr (sizeof(Out) == sizeof(float)) {
@@ -69,9 +70,9 @@ cudaError_t write_pages(const kernels::WriteParams& p, cudaStream_t stream) {
   return codec::visit_part_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     const unsigned blocks = blocks_for(p.num_tokens * Codec::kParts);
     if (p.dtype == codec::InputDtype::kBf16) {
-      encode_pages_kernel<Codec, codec::InputDtype::kBf16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+      write_pages_kernel<Codec, codec::InputDtype::kBf16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
     } else {
-      encode_pages_kernel<Codec, codec::InputDtype::kFp16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+      write_pages_kernel<Codec, codec::InputDtype::kFp16><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
     }
     return cudaGetLastError();
   });
@@ -82,9 +83,9 @@ cudaError_t gather_pages(const kernels::GatherParams& p, cudaStream_t stream) {
   return codec::visit_part_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     const unsigned blocks = blocks_for(p.num_rows * Codec::kParts);
     if (p.out_dtype == kernels::OutDtype::kFloat32) {
-      decode_pages_kernel<Codec, float><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+      gather_pages_kernel<Codec, float><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
     } else {
-      decode_pages_kernel<Codec, std::uint16_t><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
+      gather_pages_kernel<Codec, std::uint16_t><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
     }
     return cudaGetLastError();
   });

@@ -94,7 +94,7 @@ constexpr bool kCapForManyTokens =
 
 template <class Codec, codec::InputDtype kDtype, int kLoadBytes, int kMinBlocks>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(kMinBlocks))
-    encode_records_kernel(const kernels::WriteParams p) {
+    write_records_kernel(const kernels::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
   const int warp = static_cast<int>(threadIdx.x / kWarpSize);  // unsigned: a shift, not a signed division
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
   const std::int64_t slot = __ldg(p.slot_mapping + token);
   codec::LaneInputs in;
   const std::uint32_t arrived =
-      load_lane<kLoadBytes>(p.kv_c + token * p.stride_kv_c, p.k_pe + token * p.stride_k_pe, lane, in);
+      load_lane<kLoadBytes>(p.kv_c + token * p.kv_c_stride_bytes, p.k_pe + token * p.k_pe_stride_bytes, lane, in);
   codec::EncodeParams params = p.encode;
   if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   if (!once_arrived(kernels::slot_in_range(p.cache, slot), arrived)) return;  // warp-uniform
@@ -132,11 +132,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
 template <class Codec, codec::InputDtype kDtype, int kMinBlocks>
 cudaError_t launch_kernel(const kernels::WriteParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  const bool rows16 = reinterpret_cast<std::uintptr_t>(p.kv_c) % 16 == 0 && p.stride_kv_c % 16 == 0;
+  const bool rows16 = reinterpret_cast<std::uintptr_t>(p.kv_c) % 16 == 0 && p.kv_c_stride_bytes % 16 == 0;
   if (rows16) {
-    encode_records_kernel<Codec, kDtype, 16, kMinBlocks><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    write_records_kernel<Codec, kDtype, 16, kMinBlocks><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   } else {
-    encode_records_kernel<Codec, kDtype, 4, kMinBlocks><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+    write_records_kernel<Codec, kDtype, 4, kMinBlocks><<<blocks, kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
   }
   return cudaGetLastError();
 }

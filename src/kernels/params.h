@@ -43,31 +43,31 @@ struct BlockDivider {
 };
 
 /// The paged cache: flat slot s is token s % block_size of page s / block_size,
-/// which starts at data + page * stride_block; format::page_offset places the
-/// token's rows in its page (token-major: the record at token * stride_slot).
+/// which starts at data + page * block_stride_bytes; format::page_offset places the
+/// token's rows in its page (token-major: the record at token * slot_stride_bytes).
 struct CacheLayout {
   std::uint8_t* data;
   std::int64_t block_size;
   std::int64_t capacity;  // num_blocks * block_size: slots outside [0, capacity) are skipped
-  std::int64_t stride_block;
-  std::int64_t stride_slot;
+  std::int64_t block_stride_bytes;
+  std::int64_t slot_stride_bytes;
   BlockDivider block_divider;  // by block_size, used while capacity <= 2^32
-  format::PageRows rows;       // the token rows of a page (token-major: records stride_slot apart)
+  format::PageRows rows;       // the token rows of a page (token-major: records slot_stride_bytes apart)
 };
 
 /// A token-major cache (`rows` omitted), or one whose pages hold `rows`.
 inline CacheLayout make_cache_layout(std::uint8_t* data, std::int64_t block_size, std::int64_t capacity,
-                                     std::int64_t stride_block, std::int64_t stride_slot,
+                                     std::int64_t block_stride_bytes, std::int64_t slot_stride_bytes,
                                      const format::PageRows* rows = nullptr) {
   const BlockDivider divider =
       capacity <= 0xFFFFFFFFll ? BlockDivider(static_cast<std::uint32_t>(block_size)) : BlockDivider();
   return {data,
           block_size,
           capacity,
-          stride_block,
-          stride_slot,
+          block_stride_bytes,
+          slot_stride_bytes,
           divider,
-          rows != nullptr ? *rows : format::PageRows{stride_slot, 0, 0}};
+          rows != nullptr ? *rows : format::PageRows{slot_stride_bytes, 0, 0}};
 }
 
 /// The page of a slot and the slot's token in it; `slot` must be in [0, capacity).
@@ -87,7 +87,7 @@ MLAKV_HD PagePosition page_position(const CacheLayout& cache, std::int64_t slot)
 
 /// Address of byte `offset` of the token's row in `region` (format::page_offset).
 MLAKV_HD std::uint8_t* field_address(const CacheLayout& cache, PagePosition at, int region, int offset) {
-  return cache.data + at.page * cache.stride_block + format::page_offset(cache.rows, at.token, region, offset);
+  return cache.data + at.page * cache.block_stride_bytes + format::page_offset(cache.rows, at.token, region, offset);
 }
 
 /// Address of a token-major record, or of a block-planar token's data row.
@@ -101,9 +101,9 @@ struct WriteParams {
   Format format;
   codec::InputDtype dtype;
   const std::uint8_t* kv_c;  // [T, 512] rows of 16-bit values
-  std::int64_t stride_kv_c;
+  std::int64_t kv_c_stride_bytes;
   const std::uint8_t* k_pe;  // [T, 64]
-  std::int64_t stride_k_pe;
+  std::int64_t k_pe_stride_bytes;
   const std::int64_t* slot_mapping;  // [T]
   std::int64_t num_tokens;
   CacheLayout cache;
@@ -116,9 +116,9 @@ enum class OutDtype : std::uint8_t { kFloat32, kBf16 };
 /// Which record each output row decodes: slots[row], or the position
 /// row - cu_seq_lens[b] of sequence b through its block table (paged).
 struct RowSource {
-  const std::int64_t* slots;        // [rows], or null when paged
-  const std::int32_t* block_table;  // [batch, max_blocks]
-  std::int64_t block_table_stride;  // elements
+  const std::int64_t* slots;              // [rows], or null when paged
+  const std::int32_t* block_table;        // [batch, max_blocks]
+  std::int64_t block_table_stride_elems;  // elements
   std::int64_t max_blocks;
   const std::int32_t* seq_lens;     // [batch]
   const std::int32_t* cu_seq_lens;  // [batch + 1]
@@ -142,7 +142,7 @@ MLAKV_HD std::int64_t row_slot(const RowSource& src, const CacheLayout& cache, s
   if (pos >= src.seq_lens[lo]) return -1;
   const std::int64_t block_index = pos / cache.block_size;
   if (block_index >= src.max_blocks) return -1;
-  const std::int64_t block = src.block_table[lo * src.block_table_stride + block_index];
+  const std::int64_t block = src.block_table[lo * src.block_table_stride_elems + block_index];
   if (block < 0 || block >= cache.capacity / cache.block_size) return -1;
   return block * cache.block_size + pos % cache.block_size;
 }
@@ -154,9 +154,9 @@ struct GatherParams {
   std::int64_t num_rows;
   OutDtype out_dtype;
   void* kv_c_out;  // [rows, 512]
-  std::int64_t stride_kv_c_out;
+  std::int64_t kv_c_out_stride_elems;
   void* k_pe_out;  // [rows, 64]
-  std::int64_t stride_k_pe_out;
+  std::int64_t k_pe_out_stride_elems;
   codec::DecodeParams decode;
   const float* k_scale_device;  // when set (CUDA), replaces decode.k_scale
 };
