@@ -402,9 +402,9 @@ TEST(v41_validation, kv_c_must_be_448_wide_and_sparse_decode_refuses_the_records
                                        mlakv::make_view(out.data(), DType::kBFloat16, {1, 1, 512}),
                                        mlakv::make_view(&lse, DType::kFloat32, {1, 1}));
             }),
-            "mlakv::sparse_mla_decode(fp8_ds_mla_v41): format: sparse_mla_decode reads token-major formats of 512 "
-            "latent + 64 RoPE values; the DeepSeek V4 family's formats (448 + 64) are not supported yet, got "
-            "fp8_ds_mla_v41");
+            "mlakv::sparse_mla_decode(fp8_ds_mla_v41): format: the cpu backend's sparse_mla_decode supports bf16, "
+            "fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, "
+            "nvfp4_fp8_ds_mla, got fp8_ds_mla_v41");
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct Row {
   int end = 0;
   int size = 0;
   std::string name;
-  std::string element;  // block-planar tables only
+  std::string element;  // tables with an element column
   std::string contents;
 };
 
@@ -30,17 +30,17 @@ std::string read_page(std::string_view id) {
   return text.str();
 }
 
-// The rows of the page's byte table: "| [b, e) | size | `name` | contents |" or,
-// for block-planar pages, "| region | [b, e) | size | `name` | element | contents |".
+// The rows of the page's byte table: "| [b, e) | size | `name` | [element |] contents |"
+// or, for block-planar pages, "| region | [b, e) | size | `name` | element | contents |".
 std::vector<Row> byte_table(const std::string& page) {
-  static const std::regex token_major(R"(^\| \[(\d+), (\d+)\) \| (\d+) \| `(\w+)` \| (.*) \|$)");
+  static const std::regex token_major(R"(^\| \[(\d+), (\d+)\) \| (\d+) \| `(\w+)` \| (?:(\w+) \| )?(.*) \|$)");
   static const std::regex planar(R"(^\| (data|scale) \| \[(\d+), (\d+)\) \| (\d+) \| `(\w+)` \| (\w+) \| (.*) \|$)");
   std::vector<Row> rows;
   std::istringstream lines(page);
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
     if (std::regex_match(line, m, token_major)) {
-      rows.push_back({"", std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), m[4], "", m[5]});
+      rows.push_back({"", std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), m[4], m[5], m[6]});
     } else if (std::regex_match(line, m, planar)) {
       rows.push_back({m[1], std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4]), m[5], m[6], m[7]});
     }
@@ -72,9 +72,13 @@ TEST(format_docs, byte_tables_list_the_registry_fields) {
       EXPECT_EQ(r.size, f.bytes) << info.id << "." << f.name;
       if (planar) {
         EXPECT_EQ(r.region, f.region == mlakv::kDataRegion ? "data" : "scale") << info.id << "." << f.name;
-        EXPECT_EQ(r.element, f.element) << info.id << "." << f.name;
       } else {
         EXPECT_TRUE(r.region.empty()) << info.id << ": a token-major page's table has no region column";
+      }
+      // A table with an element column words the contents for the page; without one it is the registry's.
+      if (!r.element.empty()) {
+        EXPECT_EQ(r.element, f.element) << info.id << "." << f.name;
+      } else {
         EXPECT_EQ(r.contents, f.contents) << info.id << "." << f.name;
       }
     }
