@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "codec/codecs.h"
+#include "dispatch/visit_codec.h"
 #include "mlakv/mlakv.h"
 #include "pattern_copy.cuh"
 

@@ -5,9 +5,9 @@
 #include <limits>
 #include <vector>
 
-#include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
+#include "dispatch/visit_codec.h"
 #include "kernels/merge.h"
 #include "mlakv/vocabulary.h"
 

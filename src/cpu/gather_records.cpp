@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU reader: decodes the record of each output row; rows without a valid slot are zeros.
-#include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
+#include "dispatch/visit_codec.h"
 
 namespace mlakv::cpu {
 namespace {

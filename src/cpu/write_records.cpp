@@ -2,9 +2,9 @@
 // CPU writer: one codec call per token whose slot is in range.
 #include <cstring>
 
-#include "codec/codecs.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
+#include "dispatch/visit_codec.h"
 
 namespace mlakv::cpu {
 namespace {

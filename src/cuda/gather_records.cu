@@ -3,9 +3,9 @@
 // shared memory with 16-byte loads, each lane decodes its 16 latent and 2 RoPE
 // values with the shared codec and stores them as float32 or bf16. Rows
 // without a valid slot (-1, past capacity, past a sequence's length) are zeros.
-#include "codec/codecs.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/warp.cuh"
+#include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda {
 namespace {

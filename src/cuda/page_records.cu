@@ -6,8 +6,8 @@
 // data row and scale row.
 #include <cuda_runtime.h>
 
-#include "codec/codecs.h"
 #include "cuda/cuda_backend.h"
+#include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda {
 namespace {

@@ -13,14 +13,14 @@
 #include <atomic>
 #include <cmath>
 
-#include "codec/codecs.h"
 #include "cuda/attention_result.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/mma.cuh"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
 #include "cuda/warp.cuh"
+#include "dispatch/visit_codec.h"
 #include "kernels/merge.h"
-#include "mlakv/attention.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::cuda {
 namespace {

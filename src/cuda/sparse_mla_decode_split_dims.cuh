@@ -28,14 +28,14 @@
 #include <cmath>
 #include <cstdint>
 
-#include "codec/codecs.h"
 #include "codec/nvfp4_fragment.h"
 #include "cuda/attention_result.cuh"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/warp.cuh"
+#include "dispatch/visit_codec.h"
 #include "kernels/attention_params.h"
-#include "mlakv/attention.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::cuda::split_dims {
 

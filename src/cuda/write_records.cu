@@ -7,9 +7,9 @@
 // records of whole aligned runs, straight to the cache.
 #include <type_traits>
 
-#include "codec/codecs.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/warp.cuh"
+#include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "codec/codecs.h"
+#include "dispatch/visit_codec.h"
 #include "fuzz_input.h"
 #include "mlakv/mlakv.h"
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Maps a runtime Format to its codec type: the one dispatch point that the CPU
-// loops and the CUDA launchers share.
+// loops and the CUDA launchers share. It sits above the codecs (which know no
+// Format) and the registry, and below the backends; its names stay in
+// mlakv::codec because what they select is a codec.
 #pragma once
 
 #include <type_traits>
@@ -16,6 +18,7 @@
 #include "codec/nvfp4_fp8_ds_mla.h"
 #include "codec/raw16.h"
 #include "mlakv/formats.h"
+#include "mlakv/vocabulary.h"
 
 namespace mlakv::codec {
 
