@@ -186,6 +186,22 @@ def test_mlakv_command_inspect_reads_a_token_of_a_block_planar_v4_page(tmp_path)
     one_line_exit_2(run(*short, "--slot", "0", check=False), "--cache", "37440")
 
 
+def test_mlakv_command_inspect_reads_a_v41_fp4_record_by_the_engine_name_and_width(tmp_path):
+    rng = np.random.default_rng(3)
+    row = rng.standard_normal((2, 512)).astype(ml_dtypes.bfloat16)
+    cache = np.zeros((2, 64, 288), np.uint8)
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], cache, np.array([5, 65]), "nvfp4_ds_mla")  # 288 B: V4.1 FP4
+    cache.tofile(tmp_path / "cache.bin")
+    inspect = ["inspect", "--format", "nvfp4_ds_mla", "--record-bytes", "288", "--cache", str(tmp_path / "cache.bin")]
+    out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
+    assert out.startswith("nvfp4_ds_mla_v41: slot 65 = block 1, position 1; page at byte 18432")
+    assert "288 +[   0,  256)  codes" in out and "544 +[ 256,  288)  tile_scales" in out  # token 1's record
+    decoded_kv, _ = mlakv.gather_records("nvfp4_ds_mla_v41", cache, [65])
+    line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
+    values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
+    np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
+
+
 def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("mlakv: error: ") and len(result.stderr.strip().splitlines()) == 1, result.stderr

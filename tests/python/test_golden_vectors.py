@@ -19,8 +19,8 @@ ENGINE_DTYPE = {"bf16": "auto", "fp16": "auto"}
 
 def test_vectors_cover_every_token_major_format():
     covered = {json.loads(p.read_text())["format"] for p in VECTORS}
-    # DeepSeek V4's block-planar page has no independent vectors: its golden page is built by
-    # hand from the engines' facts in tests/cpp/fp8_ds_mla_v4_test.cpp.
+    # The DeepSeek V4 family has no independent vectors: its golden pages and records are built by
+    # hand from the engines' facts in tests/cpp/fp8_ds_mla_v4_test.cpp and v41_records_test.cpp.
     assert covered == {f["id"] for f in mlakv.formats() if f["geometry"]["nope_dims"] == 512}
 
 
