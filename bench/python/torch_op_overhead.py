@@ -2,10 +2,12 @@
 """Host time per call at T = 1 of the stock writer (run on purpose; results in bench/results/):
 the raw extension entry (the view tuples the op builds, built per call, and the DLPack entry the
 Python function uses, capsules exported per call), the Python function ``mlakv.concat_and_cache_mla``
-and the torch op ``torch.ops.mlakv.concat_and_cache_mla``. CPU tensors time the host path; on a GPU
-(``--device cuda``) a launch is asynchronous, so the time is the host's.
+and the torch op ``torch.ops.mlakv.concat_and_cache_mla``, registered in C++ (mlakv/_torch_ops.so, when
+built) or in Python (``MLAKV_TORCH_OPS=python``): the report names which. CPU tensors time the host path;
+on a GPU (``--device cuda``) a launch is asynchronous, so the time is the host's.
 
     python bench/python/torch_op_overhead.py --device cpu --json out.json
+    MLAKV_TORCH_OPS=python python bench/python/torch_op_overhead.py --device cpu --json out-python.json
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def main() -> None:
         "device": a.device if not kv_c.is_cuda else torch.cuda.get_device_name(dev),
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,
+        "registration": mlakv.torch.REGISTRATION,
         "format": a.format,
         "tokens": 1,
         "slot": a.slot,

@@ -22,13 +22,22 @@ implementation computes the output shapes and runs the same checks as the real
 call (``mlakv/checks.h``: shape, dtype, record width, format, strides,
 alignment) on made-up addresses, so a traced program refuses what running it
 would; only a CPU k_scale's value (read at run time) and shapes without a hint
-(data-dependent sizes: the checks are skipped) escape it. Registration is
-``torch.library.Library`` define/impl, torch's fastest Python path.
+(data-dependent sizes: the checks are skipped) escape it. The ops' schemas and
+CPU/CUDA kernels are registered in C++ (``mlakv/_torch_ops.so``, built with
+``-DMLAKV_BUILD_TORCH_OPS=ON``: the dispatcher calls the library directly) when
+that extension is installed, else by ``torch.library.Library`` define/impl,
+torch's fastest Python path; the fake implementations are this module's either
+way. ``REGISTRATION`` says which ("cpp" or "python"); the environment variable
+``MLAKV_TORCH_OPS`` = ``python`` forces the Python kernels, ``cpp`` requires the
+extension. Schemas, errors and what is written are the same under both.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import warnings
+from pathlib import Path
 from typing import Any, Optional
 
 import torch
@@ -50,7 +59,7 @@ if _torch_version(torch.__version__) < MINIMUM_TORCH or not hasattr(torch.librar
         f"found torch {torch.__version__}; mlakv itself works without it"
     )
 
-__all__ = ["MINIMUM_TORCH"]
+__all__ = ["MINIMUM_TORCH", "REGISTRATION"]
 
 _raw = _mlakv.raw
 
@@ -149,14 +158,50 @@ def _fake_checks(check: Any) -> None:
         pass
 
 
-_lib = torch.library.Library("mlakv", "DEF")
+def _registration() -> str:
+    """Loads mlakv/_torch_ops.so (the C++ schemas and kernels) when it is installed and not turned off."""
+    choice = os.environ.get("MLAKV_TORCH_OPS", "")
+    if choice not in ("", "cpp", "python"):
+        raise ImportError(f"MLAKV_TORCH_OPS must be 'cpp', 'python' or unset, got {choice!r}")
+    library = Path(__file__).with_name("_torch_ops.so")
+    if choice == "python" or (not choice and not library.exists()):
+        return "python"
+    if not library.exists():
+        raise ImportError(
+            "MLAKV_TORCH_OPS=cpp: this mlakv has no C++ torch ops (build it with "
+            "-C cmake.define.MLAKV_BUILD_TORCH_OPS=ON --no-build-isolation)"
+        )
+    try:
+        torch.ops.load_library(str(library))
+    except OSError as e:
+        if choice == "cpp":
+            raise ImportError(
+                f"MLAKV_TORCH_OPS=cpp: {library} does not load into torch {torch.__version__}: {e}"
+            ) from e
+        # Built against another torch (its C++ ABI is per version): the Python kernels, said out loud.
+        warnings.warn(
+            f"mlakv.torch: {library.name} does not load into torch {torch.__version__} ({e}); "
+            "registering the Python kernels (rebuild mlakv against this torch for the C++ ones)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return "python"
+    return "cpp"
+
+
+REGISTRATION = _registration()
+# The schemas, name -> text: what this module defines, and what the C++ extension must define (tested).
+_SCHEMAS: dict[str, str] = {}
+_lib = torch.library.Library("mlakv", "DEF" if REGISTRATION == "python" else "FRAGMENT")
 
 
 def _define(schema: str, impl: Any, fake: Any) -> None:
     name = schema.split("(")[0]  # no overloads: opcheck tests only operators without them
-    _lib.define(schema)
-    _lib.impl(name, impl, "CPU")
-    _lib.impl(name, impl, "CUDA")
+    _SCHEMAS[name] = schema
+    if REGISTRATION == "python":
+        _lib.define(schema)
+        _lib.impl(name, impl, "CPU")
+        _lib.impl(name, impl, "CUDA")
     torch.library.register_fake(f"mlakv::{name}", fake, lib=_lib)
 
 
@@ -561,5 +606,9 @@ def _sparse_mla_decode_workspace_size(rows, heads, topk, device):
     return int(_mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, cuda, index))
 
 
-_lib.define("sparse_mla_decode_workspace_size(int rows, int heads, int topk, Device device) -> int")
-_lib.impl("sparse_mla_decode_workspace_size", _sparse_mla_decode_workspace_size, "CompositeExplicitAutograd")
+_SCHEMAS["sparse_mla_decode_workspace_size"] = (
+    "sparse_mla_decode_workspace_size(int rows, int heads, int topk, Device device) -> int"
+)
+if REGISTRATION == "python":
+    _lib.define(_SCHEMAS["sparse_mla_decode_workspace_size"])
+    _lib.impl("sparse_mla_decode_workspace_size", _sparse_mla_decode_workspace_size, "CompositeExplicitAutograd")

@@ -6,6 +6,12 @@ same tests run on CUDA tensors where a device is present. Skipped without torch.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import mlakv
@@ -51,6 +57,96 @@ def written(fmt: str, tokens: int, device: str):
     slots = torch.arange(tokens, device=device)
     ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device))
     return kv_c, k_pe, cache, slots
+
+
+# --- the two registrations (mlakv/_torch_ops.so, or mlakv.torch's Python kernels) --------------------------------
+
+
+def test_every_op_has_the_schema_mlakv_torch_states():
+    """Under either registration: the C++ extension's schemas are mlakv.torch's, op by op."""
+    assert len(mlakv_torch._SCHEMAS) == 9
+    for name, schema in mlakv_torch._SCHEMAS.items():
+        assert str(getattr(ops, name).default._schema) == str(torch._C.parse_schema(f"mlakv::{schema}")), name
+
+
+def test_the_cpp_registration_is_used_when_installed_unless_turned_off():
+    built = (Path(mlakv_torch.__file__).parent / "_torch_ops.so").exists()
+    choice = os.environ.get("MLAKV_TORCH_OPS", "")
+    assert mlakv_torch.REGISTRATION == ("python" if choice == "python" or not built else "cpp")
+
+
+# Both registrations in fresh processes: schemas, the bytes and values each op gives, and the errors.
+_COMPARE = """
+import json, torch, mlakv.torch
+ops = torch.ops.mlakv
+report = {"registration": mlakv.torch.REGISTRATION}
+report["schemas"] = {n: str(getattr(ops, n).default._schema) for n in sorted(mlakv.torch._SCHEMAS)}
+g = torch.Generator().manual_seed(3)
+kv_c = torch.randn(6, 512, generator=g).to(torch.bfloat16)
+k_pe = torch.randn(6, 1, 64, generator=g).to(torch.bfloat16)
+slots = torch.tensor([0, 3, -1, 70, 5, 64])
+def errors(*calls):
+    out = []
+    for call in calls:
+        try:
+            call()
+            out.append(None)
+        except Exception as e:
+            out.append([type(e).__name__, str(e)])
+    return out
+for fmt in ("fp8_ds_mla", "nvfp4_ds_mla_fp8_rope", "fp8_ds_mla_v41"):
+    width = next(f["record_bytes"] for f in mlakv.formats() if f["id"] == fmt)
+    nope = 448 if fmt.endswith("v41") else 512
+    cache = torch.zeros(2, 64, width, dtype=torch.uint8)
+    ops.concat_and_cache_mla(kv_c[:, :nope].contiguous(), k_pe, cache, slots, fmt, None)
+    kv, pe = ops.gather_records(fmt, cache, slots, dtype=torch.bfloat16)
+    i32 = {"dtype": torch.int32}
+    paged = ops.gather_records_paged(fmt, cache, torch.tensor([[1, 0]], **i32), torch.tensor([70], **i32),
+                                     torch.tensor([0, 70], **i32), 72)
+    report[fmt] = [cache.sum().item(), kv.float().sum().item(), pe.float().sum().item(), paged.float().sum().item()]
+cache = torch.zeros(2, 64, 368, dtype=torch.uint8)
+ops.mla_kv_cache_writer_update(kv_c, k_pe, cache, slots[:, None], "nvfp4_ds_mla", None, "nvfp4_ds_mla", True, False)
+q = torch.randn(2, 16, 576, generator=g).to(torch.bfloat16)
+idx = torch.tensor([[0, 3, 70, -1], [5, -1, 64, 3]], dtype=torch.int32)
+out, lse = ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx, None, 0.1)
+merged, merged_lse = ops.merge_attention_states(out.float(), lse, out.float(), lse)
+report["decode"] = [cache.sum().item(), out.float().sum().item(), lse.sum().item(), merged.sum().item()]
+report["workspace"] = ops.sparse_mla_decode_workspace_size(4, 16, 2048, torch.device("cpu"))
+report["errors"] = errors(
+    lambda: ops.concat_and_cache_mla(kv_c.float(), k_pe, cache, slots, "fp8_ds_mla", None),
+    lambda: ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, "fp7", None),
+    lambda: ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, "fp8_e5m2", torch.ones(1)),
+    lambda: ops.concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache[..., :100], slots, None, False),
+    lambda: ops.mla_kv_cache_writer_update(kv_c, k_pe, cache, slots, "fp8", None, "nvfp4_ds_mla", True, False),
+    lambda: ops.gather_records("fp8_ds_mla", cache, slots),
+    lambda: ops.gather_records("fp8_ds_mla", cache, slots, dtype=torch.float16),
+    lambda: ops.gather_records("fp7", cache, slots),
+    lambda: ops.gather_records_out("nvfp4_ds_mla_fp8_rope", cache, slots, torch.empty(5, 576)),
+    lambda: ops.gather_records_out("nvfp4_ds_mla_fp8_rope", cache, slots, torch.empty(6)),
+    lambda: ops.gather_records_paged("nvfp4_ds_mla_fp8_rope", cache, idx, idx[0], idx[0], -1),
+    lambda: ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q[..., :512], cache, idx),
+    lambda: ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx.long()),
+    lambda: ops.merge_attention_states(out, lse, out[:1], lse[:1]),
+    lambda: ops.sparse_mla_decode_workspace_size(-1, 16, 2048, torch.device("cpu")),
+    lambda: ops.concat_and_cache_mla(kv_c[None, None, None], k_pe, cache, slots, "fp8_ds_mla", None),
+)
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(
+    not (Path(mlakv_torch.__file__).parent / "_torch_ops.so").exists(), reason="mlakv built without the C++ torch ops"
+)
+def test_cpp_and_python_registrations_give_the_same_schemas_results_and_errors():
+    reports = {}
+    for choice in ("cpp", "python"):
+        env = {**os.environ, "MLAKV_TORCH_OPS": choice}
+        run = subprocess.run([sys.executable, "-c", _COMPARE], capture_output=True, text=True, env=env)
+        assert run.returncode == 0, run.stderr
+        reports[choice] = json.loads(run.stdout)
+        assert reports[choice].pop("registration") == choice
+    assert reports["cpp"]["errors"].count(None) == 0, reports["cpp"]["errors"]
+    assert reports["cpp"] == reports["python"]
 
 
 def opcheck(op, args, kwargs=None):
