@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Host time per call at T = 1 of the stock writer (run on purpose; results in bench/results/):
-the raw extension entry (the view tuples the op builds, built per call, and the DLPack entry the
-Python function uses, capsules exported per call), the Python function ``mlakv.concat_and_cache_mla``
-and the torch op ``torch.ops.mlakv.concat_and_cache_mla``, registered in C++ (mlakv/_torch_ops.so, when
-built) or in Python (``MLAKV_TORCH_OPS=python``): the report names which. CPU tensors time the host path;
-on a GPU (``--device cuda``) a launch is asynchronous, so the time is the host's.
+the raw extension entry (with the view tuples the Python op builds, prebuilt or built per call, and
+the DLPack entry the Python function uses, capsules exported per call), the Python function
+``mlakv.concat_and_cache_mla`` and the torch op ``torch.ops.mlakv.concat_and_cache_mla`` (the packet,
+and its ``.default`` overload), registered in C++ (mlakv/_torch_ops.so, when built) or in Python
+(``MLAKV_TORCH_OPS=python``): the report names which. CPU tensors time the host path; on a GPU
+(``--device cuda``) a launch is asynchronous, so the time is the host's.
 
     python bench/python/torch_op_overhead.py --device cpu --json out.json
     MLAKV_TORCH_OPS=python python bench/python/torch_op_overhead.py --device cpu --json out-python.json
@@ -64,15 +65,22 @@ def main() -> None:
     def raw_views():
         raw(view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream(kv_c), True)
 
+    prebuilt = (view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream(kv_c), True)
+
+    def raw_prebuilt():
+        raw(*prebuilt)
+
     def raw_dlpack():
         handle = torch.cuda.current_stream(dev).cuda_stream if kv_c.is_cuda else 0
         dlpack(export(kv_c), None, export(k_pe), None, export(cache), export(slots), a.format, export(scale), handle)
 
     cases = {
+        "raw_extension_prebuilt_views": raw_prebuilt,
         "raw_extension_views": raw_views,
         "raw_extension_dlpack": raw_dlpack,
         "python_function": lambda: mlakv.concat_and_cache_mla(kv_c, k_pe, cache, slots, a.format, scale),
         "torch_op": lambda: op(kv_c, k_pe, cache, slots, a.format, scale),
+        "torch_op_overload": lambda: op.default(kv_c, k_pe, cache, slots, a.format, scale),
     }
     results = {name: per_call_us(fn, a.calls, a.repeats) for name, fn in cases.items()}
     if kv_c.is_cuda:
@@ -90,6 +98,7 @@ def main() -> None:
         "slot": a.slot,
         "host_us_per_call": {k: round(v, 2) for k, v in results.items()},
         "torch_op_over_raw_views": round(results["torch_op"] / results["raw_extension_views"], 2),
+        "torch_op_over_raw_prebuilt_views": round(results["torch_op"] / results["raw_extension_prebuilt_views"], 2),
         "torch_op_over_raw_dlpack": round(results["torch_op"] / results["raw_extension_dlpack"], 2),
     }
     print(json.dumps(report, indent=2))
