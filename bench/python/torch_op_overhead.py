@@ -27,17 +27,20 @@ from mlakv import _mlakv
 from mlakv._arrays import export
 
 
-def per_call_us(fn, calls: int, repeats: int) -> float:
-    """The best of `repeats` means over `calls` calls, in microseconds."""
-    for _ in range(calls // 10):
-        fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
+def per_call_us(cases: dict, calls: int, repeats: int) -> dict:
+    """Each case's best mean over `repeats` batches of `calls` calls, in microseconds. The batches of
+    the cases alternate, so load from other processes falls on every case alike."""
+    for fn in cases.values():
+        for _ in range(calls // 10):
             fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best * 1e6
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / calls)
+    return {name: t * 1e6 for name, t in best.items()}
 
 
 def main() -> None:
@@ -82,7 +85,7 @@ def main() -> None:
         "torch_op": lambda: op(kv_c, k_pe, cache, slots, a.format, scale),
         "torch_op_overload": lambda: op.default(kv_c, k_pe, cache, slots, a.format, scale),
     }
-    results = {name: per_call_us(fn, a.calls, a.repeats) for name, fn in cases.items()}
+    results = per_call_us(cases, a.calls, a.repeats)
     if kv_c.is_cuda:
         torch.cuda.synchronize()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
