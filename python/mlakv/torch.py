@@ -176,7 +176,7 @@ def _registration() -> str:
     except OSError as e:
         if choice == "cpp":
             raise ImportError(
-                f"MLAKV_TORCH_OPS=cpp: {library} does not load into torch {torch.__version__}: {e}"
+                f"MLAKV_TORCH_OPS=cpp: {library.name} does not load into torch {torch.__version__}: {e}"
             ) from e
         # Built against another torch (its C++ ABI is per version): the Python kernels, said out loud.
         warnings.warn(
