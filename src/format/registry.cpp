@@ -105,12 +105,11 @@ constexpr EngineName kNvfp4DsMlaFp8RopePtsNames[] = {
     {"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=1, per-token scale", true, true}};
 constexpr EngineName kNvfp4Fp8DsMlaNames[] = {{"nvfp4_ds_mla", "upstream vLLM"}};
 constexpr EngineName kFp8DsMlaV4Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA / SGLang, DeepSeek V4"}};
-// vLLM's DeepSeek V4.1 attention: fp8_ds_mla with the MXFP8 record, and
-// nvfp4_ds_mla, whose sliding-window cache keeps the MXFP8 record and whose
-// compressed cache is the FP4 one.
-constexpr EngineName kFp8DsMlaV41Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA, DeepSeek V4.1 MXFP8"},
-                                            {"nvfp4_ds_mla", "vLLM, DeepSeek V4.1 sliding-window cache"}};
-constexpr EngineName kNvfp4DsMlaV41Names[] = {{"nvfp4_ds_mla", "vLLM / FlashMLA, DeepSeek V4.1 compressed cache"}};
+// No engine names for the V4.1 records: FlashMLA, whose kernels read them
+// token-major, takes no kv_cache_dtype string, and vLLM (b3ae0bb) and SGLang
+// (2005a30), whose fp8_ds_mla / nvfp4_ds_mla name them for DeepSeek V4.1, lay
+// the same rows out block-planar: resolving their names to these formats
+// would misread their caches (docs/formats/fp8_ds_mla_v41.md).
 
 const std::array<FormatInfo, 11> kFormats = {{
     {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
@@ -143,12 +142,26 @@ const std::array<FormatInfo, 11> kFormats = {{
      "DeepSeek V4 (FlashMLA V4, vLLM, SGLang)", kFp8DsMlaV4Fields, kFp8DsMlaV4Names, kV4Geometry,
      PageLayout{mlakv::PageKind::kBlockPlanar, FormatDsv4Fp8Sparse::kDataRowBytes, FormatDsv4Fp8Sparse::kScaleRowBytes,
                 FormatDsv4Fp8Sparse::kPageMultiple}},
-    {Format::kFp8DsMlaV41, "fp8_ds_mla_v41", FormatDsv41Mxfp8::kRecordBytes, kCacheAlignment,
-     "E4M3 NoPE ++ RoPE in 16 tiles of 32 | 16 UE8M0 tile scales", "DeepSeek V4.1 MXFP8 (FlashMLA V41)",
-     kFp8DsMlaV41Fields, kFp8DsMlaV41Names, kV4Geometry, token_major(FormatDsv41Mxfp8::kRecordBytes)},
-    {Format::kNvfp4DsMlaV41, "nvfp4_ds_mla_v41", FormatDsv41Fp4::kRecordBytes, kCacheAlignment,
-     "E2M1 NoPE ++ RoPE in 32 tiles of 16 | 32 E4M3 tile scales", "DeepSeek V4.1 FP4 (FlashMLA V41_FP4)",
-     kNvfp4DsMlaV41Fields, kNvfp4DsMlaV41Names, kV4Geometry, token_major(FormatDsv41Fp4::kRecordBytes)},
+    {Format::kFp8DsMlaV41,
+     "fp8_ds_mla_v41",
+     FormatDsv41Mxfp8::kRecordBytes,
+     kCacheAlignment,
+     "E4M3 NoPE ++ RoPE in 16 tiles of 32 | 16 UE8M0 tile scales",
+     "DeepSeek V4.1 MXFP8 (FlashMLA V41)",
+     kFp8DsMlaV41Fields,
+     {},
+     kV4Geometry,
+     token_major(FormatDsv41Mxfp8::kRecordBytes)},
+    {Format::kNvfp4DsMlaV41,
+     "nvfp4_ds_mla_v41",
+     FormatDsv41Fp4::kRecordBytes,
+     kCacheAlignment,
+     "E2M1 NoPE ++ RoPE in 32 tiles of 16 | 32 E4M3 tile scales",
+     "DeepSeek V4.1 FP4 (FlashMLA V41_FP4)",
+     kNvfp4DsMlaV41Fields,
+     {},
+     kV4Geometry,
+     token_major(FormatDsv41Fp4::kRecordBytes)},
 }};
 
 }  // namespace

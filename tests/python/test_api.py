@@ -88,14 +88,14 @@ def test_fp8_ds_mla_v4_round_trips_through_the_engines_view_of_a_page():
 
 
 @pytest.mark.parametrize(
-    ("name", "record_bytes", "fid"), [("fp8_ds_mla", 528, "fp8_ds_mla_v41"), ("nvfp4_ds_mla", 288, "nvfp4_ds_mla_v41")]
+    ("name", "record_bytes", "fid"), [("fp8_ds_mla_v41", 528, "fp8_ds_mla_v41"), ("nvfp4_ds_mla_v41", 288, "nvfp4_ds_mla_v41")]
 )
-def test_v41_records_round_trip_through_the_engines_view_of_a_cache(name, record_bytes, fid):
+def test_v41_records_round_trip_through_a_token_major_cache(name, record_bytes, fid):
     rng = np.random.default_rng(5)
     row = rng.standard_normal((5, 512)).astype(BF16)  # an engine's [T, 512]: 448 NoPE + 64 RoPE
     cache = np.full((3, 64, record_bytes), 0xAB, np.uint8)
     slots = np.array([0, 63, 64, 130, -1])
-    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], cache, slots, name)  # the width picks the V4.1 record
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], cache, slots, name)
     written = np.zeros(3 * 64, bool)
     written[slots[:4]] = True
     assert (cache.reshape(3 * 64, -1)[~written] == 0xAB).all()  # other records untouched

@@ -186,13 +186,13 @@ def test_mlakv_command_inspect_reads_a_token_of_a_block_planar_v4_page(tmp_path)
     one_line_exit_2(run(*short, "--slot", "0", check=False), "--cache", "37440")
 
 
-def test_mlakv_command_inspect_reads_a_v41_fp4_record_by_the_engine_name_and_width(tmp_path):
+def test_mlakv_command_inspect_reads_a_v41_fp4_record_by_its_id(tmp_path):
     rng = np.random.default_rng(3)
     row = rng.standard_normal((2, 512)).astype(ml_dtypes.bfloat16)
     cache = np.zeros((2, 64, 288), np.uint8)
-    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], cache, np.array([5, 65]), "nvfp4_ds_mla")  # 288 B: V4.1 FP4
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], cache, np.array([5, 65]), "nvfp4_ds_mla_v41")
     cache.tofile(tmp_path / "cache.bin")
-    inspect = ["inspect", "--format", "nvfp4_ds_mla", "--record-bytes", "288", "--cache", str(tmp_path / "cache.bin")]
+    inspect = ["inspect", "--format", "nvfp4_ds_mla_v41", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
     assert out.startswith("nvfp4_ds_mla_v41: slot 65 = block 1, position 1; page at byte 18432")
     assert "288 +[   0,  256)  codes" in out and "544 +[ 256,  288)  tile_scales" in out  # token 1's record

@@ -30,13 +30,17 @@ VECTORS = Path(__file__).parents[1] / "data" / "vectors"
         ("fp8_ds_mla", 656, False, False, "fp8_ds_mla"),
         ("fp8_ds_mla", 656, True, True, "fp8_ds_mla"),
         ("fp8_ds_mla", 584, False, False, "fp8_ds_mla_v4"),
-        ("fp8_ds_mla", 528, False, False, "fp8_ds_mla_v41"),
-        ("nvfp4_ds_mla", 528, False, False, "fp8_ds_mla_v41"),
-        ("nvfp4_ds_mla", 288, False, False, "nvfp4_ds_mla_v41"),
     ],
 )
 def test_engine_names_resolve_by_width_and_switches(name, record_bytes, fp8_rope, per_token_scale, want):
     assert mlakv.resolve_format(name, record_bytes, fp8_rope, per_token_scale) == want
+
+
+@pytest.mark.parametrize(("name", "record_bytes"), [("fp8_ds_mla", 528), ("nvfp4_ds_mla", 528), ("nvfp4_ds_mla", 288)])
+def test_engine_names_at_deepseek_v41_widths_are_refused(name, record_bytes):
+    # vLLM and SGLang lay their V4.1 caches out block-planar; mlakv's V4.1 records are FlashMLA's token-major ones.
+    with pytest.raises(ValueError, match=f"record_bytes: .* got {record_bytes}"):
+        mlakv.resolve_format(name, record_bytes)
 
 
 @pytest.mark.parametrize("info", mlakv.formats(), ids=lambda f: f["id"])

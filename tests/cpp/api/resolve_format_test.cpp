@@ -52,19 +52,27 @@ TEST(resolve_format, fp8_ds_mla_of_a_deepseek_v4_cache_is_the_584_byte_page) {
   EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 0); }),
             "mlakv::resolve_format(fp8_ds_mla): kv_cache_dtype: names several records, the cache's record width "
             "picks one of fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / FlashMLA / SGLang, "
-            "DeepSeek V4), fp8_ds_mla_v41 (528 B, vLLM / FlashMLA, DeepSeek V4.1 MXFP8), got 'fp8_ds_mla' without a "
-            "record width");
+            "DeepSeek V4), got 'fp8_ds_mla' without a record width");
 }
 
-// vLLM's DeepSeek V4.1 attention: fp8_ds_mla with the MXFP8 record (528 B);
-// nvfp4_ds_mla keeps that record for the sliding-window cache and stores the
-// compressed cache as FP4 (288 B). The cache's width tells them apart.
-TEST(resolve_format, deepseek_v41_caches_resolve_by_their_record_width) {
-  EXPECT_EQ(resolve_format("fp8_ds_mla", 528), Format::kFp8DsMlaV41);
-  EXPECT_EQ(resolve_format("nvfp4_ds_mla", 528), Format::kFp8DsMlaV41);
-  EXPECT_EQ(resolve_format("nvfp4_ds_mla", 288), Format::kNvfp4DsMlaV41);
+// vLLM's and SGLang's DeepSeek V4.1 caches (fp8_ds_mla / nvfp4_ds_mla at 528
+// and 288 bytes a token) lay the V4.1 rows out block-planar, not as the
+// token-major records FlashMLA reads: their names are refused at those widths
+// rather than resolved to a layout that would misread the cache; the records
+// are named by their mlakv ids.
+TEST(resolve_format, deepseek_v41_widths_of_engine_names_are_refused_not_misread) {
   EXPECT_EQ(resolve_format("fp8_ds_mla_v41", 0), Format::kFp8DsMlaV41);
   EXPECT_EQ(resolve_format("nvfp4_ds_mla_v41", 0), Format::kNvfp4DsMlaV41);
+  EXPECT_EQ(resolve_format("fp8_ds_mla_v41", 528), Format::kFp8DsMlaV41);
+  EXPECT_EQ(resolve_format("nvfp4_ds_mla_v41", 288), Format::kNvfp4DsMlaV41);
+  EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 288); }),
+            "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: record bytes must be those of one of the records "
+            "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
+            "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 288");
+  EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 528); }),
+            "mlakv::resolve_format(fp8_ds_mla): record_bytes: record bytes must be those of one of the records "
+            "kv_cache_dtype 'fp8_ds_mla' names here: fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / "
+            "FlashMLA / SGLang, DeepSeek V4), got 528");
   // The V3-family widths still pick the V3-family records.
   EXPECT_EQ(resolve_format("nvfp4_ds_mla", 352), Format::kNvfp4Fp8DsMla);
   EXPECT_EQ(resolve_format("fp8_ds_mla", 656), Format::kFp8DsMla);
@@ -100,29 +108,27 @@ TEST(resolve_format, every_engine_name_of_the_registry_resolves_to_its_format) {
       ++names;
     }
   }
-  EXPECT_EQ(names, 13);
+  EXPECT_EQ(names, 10);
 }
 
 TEST(resolve_format, ambiguous_name_without_a_width_names_the_candidates) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 0); }),
             "mlakv::resolve_format(nvfp4_ds_mla): kv_cache_dtype: names several records, the cache's record width "
             "picks one of nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), nvfp4_fp8_ds_mla (352 B, upstream "
-            "vLLM), fp8_ds_mla_v41 (528 B, vLLM, DeepSeek V4.1 sliding-window cache), nvfp4_ds_mla_v41 (288 B, vLLM / "
-            "FlashMLA, DeepSeek V4.1 compressed cache), got 'nvfp4_ds_mla' without a record width");
+            "vLLM), got 'nvfp4_ds_mla' without a record width");
 }
 
 TEST(resolve_format, width_of_no_candidate_names_the_candidates) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 368); }),
             "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: record bytes must be those of one of the records "
             "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
-            "nvfp4_fp8_ds_mla (352 B, upstream vLLM), fp8_ds_mla_v41 (528 B, vLLM, DeepSeek V4.1 sliding-window "
-            "cache), nvfp4_ds_mla_v41 (288 B, vLLM / FlashMLA, DeepSeek V4.1 compressed cache), got 368");
+            "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 368");
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 352, true); }),
             "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: must be 368 (nvfp4_ds_mla_fp8_rope), got 352");
   EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 576); }),
             "mlakv::resolve_format(fp8_ds_mla): record_bytes: record bytes must be those of one of the records "
             "kv_cache_dtype 'fp8_ds_mla' names here: fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / "
-            "FlashMLA / SGLang, DeepSeek V4), fp8_ds_mla_v41 (528 B, vLLM / FlashMLA, DeepSeek V4.1 MXFP8), got 576");
+            "FlashMLA / SGLang, DeepSeek V4), got 576");
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_fp8_ds_mla", 432); }),
             "mlakv::resolve_format(nvfp4_fp8_ds_mla): record_bytes: must be 352 (nvfp4_fp8_ds_mla), got 432");
   EXPECT_EQ(error_of([] { resolve_format("fp8", -1); }),
