@@ -84,6 +84,8 @@ def main() -> None:
         "python_function": lambda: mlakv.concat_and_cache_mla(kv_c, k_pe, cache, slots, a.format, scale),
         "torch_op": lambda: op(kv_c, k_pe, cache, slots, a.format, scale),
         "torch_op_overload": lambda: op.default(kv_c, k_pe, cache, slots, a.format, scale),
+        # torch's own floor: a C++ op whose kernel does nearly nothing, called from Python.
+        "aten_is_same_size": lambda: torch.ops.aten.is_same_size.default(slots, slots),
     }
     results = per_call_us(cases, a.calls, a.repeats)
     if kv_c.is_cuda:
