@@ -38,7 +38,7 @@ struct Result {
 struct DeviceRanks {
   ShardedSequence& s;
   std::int64_t rows, topk;
-  DeviceBuffer whole, q, positions, req, outs, lses, out, lse, slots;
+  DeviceBuffer whole, q, positions, req, outs, lses, out, lse, slots, k_scale;
   std::vector<std::unique_ptr<DeviceBuffer>> shards, tables;
 
   DeviceRanks(ShardedSequence& seq, std::vector<std::uint16_t>& host_q, std::vector<std::int32_t>& host_positions,
@@ -54,12 +54,22 @@ struct DeviceRanks {
         lses(static_cast<std::size_t>(seq.world * r * kHeads * 4)),
         out(static_cast<std::size_t>(r * kHeads * 512 * 2)),
         lse(static_cast<std::size_t>(r * kHeads * 4)),
-        slots(static_cast<std::size_t>(seq.world * r * k * 4)) {
+        slots(static_cast<std::size_t>(seq.world * r * k * 4)),
+        k_scale(std::vector<float>{seq.k_scale}) {
     for (std::int64_t j = 0; j < seq.world; ++j) {
       shards.push_back(std::make_unique<DeviceBuffer>(seq.shards[j]));
       tables.push_back(std::make_unique<DeviceBuffer>(seq.tables[j]));
     }
   }
+
+  // fp8_e4m3's k_scale (the decode requires it; the other formats ignore it), on the device.
+  SparseDecodeOptions decode_options() {
+    scale_view = on_device(make_view(nullptr, DType::kFloat32, {1}), k_scale);
+    SparseDecodeOptions options;
+    options.decode.scale = &scale_view;
+    return options;
+  }
+  TensorView scale_view;
 
   TensorView q_view() { return on_device(make_view(nullptr, DType::kBFloat16, {rows, kHeads, 576}), q); }
   TensorView slots_view(std::int64_t j) {
@@ -69,7 +79,7 @@ struct DeviceRanks {
 
   // Every rank's step on `stream`: local slots, decode into its partial, then the N-way merge.
   void step(cudaStream_t stream) {
-    SparseDecodeOptions options;
+    const SparseDecodeOptions options = decode_options();
     const std::size_t out_bytes = static_cast<std::size_t>(rows * kHeads * 512 * 2);
     const std::size_t lse_bytes = static_cast<std::size_t>(rows * kHeads * 4);
     for (std::int64_t j = 0; j < s.world; ++j) {
@@ -94,7 +104,7 @@ struct DeviceRanks {
     sparse_mla_decode(s.format, q_view(), on_device(s.whole_view(), whole),
                       on_device(make_view(nullptr, DType::kInt32, {rows, topk}), positions),
                       on_device(make_view(nullptr, DType::kBFloat16, {rows, kHeads, 512}), w_out),
-                      on_device(make_view(nullptr, DType::kFloat32, {rows, kHeads}), w_lse));
+                      on_device(make_view(nullptr, DType::kFloat32, {rows, kHeads}), w_lse), decode_options());
     cudaDeviceSynchronize();
     return {w_out.download<std::uint16_t>(), w_lse.download<float>()};
   }
