@@ -88,7 +88,8 @@ def test_fp8_ds_mla_v4_round_trips_through_the_engines_view_of_a_page():
 
 
 @pytest.mark.parametrize(
-    ("name", "record_bytes", "fid"), [("fp8_ds_mla_v41", 528, "fp8_ds_mla_v41"), ("nvfp4_ds_mla_v41", 288, "nvfp4_ds_mla_v41")]
+    ("name", "record_bytes", "fid"),
+    [("fp8_ds_mla_v41", 528, "fp8_ds_mla_v41"), ("nvfp4_ds_mla_v41", 288, "nvfp4_ds_mla_v41")],
 )
 def test_v41_records_round_trip_through_a_token_major_cache(name, record_bytes, fid):
     rng = np.random.default_rng(5)
