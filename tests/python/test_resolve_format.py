@@ -136,7 +136,7 @@ def test_mlakv_formats_shows_each_formats_engine_names():
     lines = subprocess.run([EXE, "formats"], capture_output=True, text=True, check=True).stdout.splitlines()
     for f in mlakv.formats():
         row = next(i for i, line in enumerate(lines) if line.split(" ")[0] == f["id"])
-        names = "; ".join(f"{n['kv_cache_dtype']} ({n['engine']})" for n in f["engine_names"])
+        names = "; ".join(f"{n['kv_cache_dtype']} ({n['engine']})" for n in f["engine_names"]) or "-"  # none: "-"
         assert lines[row + 1] == f"    engine names: {names}"
     assert "    engine names: nvfp4_ds_mla (upstream vLLM)" in lines
 
