@@ -200,7 +200,7 @@ def gather_records_paged(
     num_rows: int | None = None,
     scale: Any = None,
     rope_dtype: str = "bf16",
-    dtype: str = "bfloat16",
+    dtype: str = "float32",
     out: Any = None,
     stream: Any = None,
 ) -> Any:
@@ -210,6 +210,8 @@ def gather_records_paged(
     other rows are zeros. ``block_table`` is ``[B, max_blocks]`` int32, ``seq_lens`` ``[B]`` and
     ``cu_seq_lens`` ``[B + 1]`` int32. ``rows`` comes from ``out``, else ``num_rows``, else
     ``cu_seq_lens[-1]`` (which reads the device: pass ``out`` or ``num_rows`` in a CUDA graph).
+    The output is ``dtype`` (``"float32"``, lossless, as ``gather_records``; or ``"bfloat16"``/``"bf16"``,
+    the prefill layout's dtype).
     """
     call = _format_call("gather_records_paged", format)
     kv_cache = call.array("kv_cache", kv_cache)

@@ -414,7 +414,7 @@ _define(
 
 
 def _paged_output(format, kv_cache, num_rows, dtype):
-    dtype = _output_dtype("gather_records_paged", format, dtype, torch.bfloat16)
+    dtype = _output_dtype("gather_records_paged", format, dtype, torch.float32)
     if isinstance(num_rows, int) and num_rows < 0:
         Call("gather_records_paged", format).value_error("num_rows", "must be >= 0", str(num_rows))
     nope, rope = _widths(format)

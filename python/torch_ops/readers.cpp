@@ -73,7 +73,7 @@ at::Tensor gather_records_paged_op(c10::string_view format, const at::Tensor& kv
                                    const std::optional<at::Tensor>& scale, c10::string_view rope_dtype,
                                    std::optional<at::ScalarType> dtype) {
   return translated([&] {
-    const at::ScalarType out_dtype = output_dtype("gather_records_paged", text(format), dtype, at::kBFloat16);
+    const at::ScalarType out_dtype = output_dtype("gather_records_paged", text(format), dtype, at::kFloat);
     if (num_rows < 0)
       value_error("gather_records_paged", text(format), "num_rows", "must be >= 0", std::to_string(num_rows));
     const TokenGeometry geometry = widths(text(format));

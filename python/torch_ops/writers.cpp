@@ -3,6 +3,8 @@
 // concat_and_cache_nvfp4_mla_fp8_rope, and the engine seam's
 // mla_kv_cache_writer_update. Schemas as mlakv/torch.py defines them; the
 // fake implementations stay mlakv/torch.py's (registered over these schemas).
+#include "mlakv/writers.h"
+
 #include <torch/library.h>
 
 #include <map>
@@ -11,7 +13,6 @@
 #include <tuple>
 
 #include "mlakv/engine.h"
-#include "mlakv/kv_cache.h"
 #include "views.h"
 
 namespace mlakv::torch_ops {

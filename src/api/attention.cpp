@@ -30,7 +30,7 @@ void sparse_mla_decode(Format format, const TensorView& q, const TensorView& kv_
                        const TensorView& out, const TensorView& lse, const SparseDecodeOptions& options,
                        StreamHandle stream) {
   const api::Check check("sparse_mla_decode", format_info(format).id);
-  const kernels::SparseDecodeParams params =
+  const params::SparseDecodeParams params =
       api::validate_sparse_decode(check, format, q, kv_cache, indices, out, lse, options);
   if (params.rows == 0 || params.heads == 0) return;
   api::run_on_device(
@@ -49,7 +49,7 @@ void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, co
                             const TensorView& lse_b, const TensorView& out, const TensorView& lse,
                             StreamHandle stream) {
   const api::Check check("merge_attention_states", "");
-  const kernels::MergeParams params = api::validate_merge(check, out_a, lse_a, out_b, lse_b, out, lse);
+  const params::MergeParams params = api::validate_merge(check, out_a, lse_a, out_b, lse_b, out, lse);
   if (params.rows == 0 || params.heads == 0) return;
   api::run_on_device(
       check, out_a.device, [&] { cpu::merge_attention_states(params); },

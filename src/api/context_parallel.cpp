@@ -14,7 +14,7 @@ namespace mlakv {
 void dcp_local_slots(const TensorView& indices, const TensorView& req_id, const TensorView& block_table,
                      const TensorView& local_slots, const ContextParallelLayout& layout, StreamHandle stream) {
   const api::Check check("dcp_local_slots", "");
-  const kernels::LocalSlotsParams params =
+  const params::LocalSlotsParams params =
       api::validate_dcp_local_slots(check, indices, req_id, block_table, local_slots, layout);
   if (params.rows == 0 || params.topk == 0) return;
   api::run_on_device(
@@ -32,7 +32,7 @@ void dcp_local_slots(const TensorView& indices, const TensorView& req_id, const 
 void merge_attention_states(const TensorView& outs, const TensorView& lses, const TensorView& out,
                             const TensorView& lse, StreamHandle stream) {
   const api::Check check("merge_attention_states", "");
-  const kernels::StackedMergeParams params = api::validate_stacked_merge(check, outs, lses, out, lse);
+  const params::StackedMergeParams params = api::validate_stacked_merge(check, outs, lses, out, lse);
   if (params.rows == 0 || params.heads == 0) return;
   api::run_on_device(
       check, outs.device, [&] { cpu::merge_attention_states(params); },

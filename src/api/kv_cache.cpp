@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The public writers and readers: resolve the format, validate, run the backend
 // of the arrays' device.
-#include "mlakv/kv_cache.h"
-
 #include <string>
 
 #include "api/dispatch.h"
@@ -11,6 +9,7 @@
 #include "cpu/cpu_backend.h"
 #include "mlakv/checks.h"
 #include "mlakv/readers.h"
+#include "mlakv/writers.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -18,13 +17,13 @@
 namespace mlakv {
 namespace {
 
-void run_cpu(const kernels::WriteParams& params) { cpu::write_records(params); }
-void run_cpu(const kernels::GatherParams& params) { cpu::gather_records(params); }
+void run_cpu(const params::WriteParams& params) { cpu::write_records(params); }
+void run_cpu(const params::GatherParams& params) { cpu::gather_records(params); }
 #if MLAKV_WITH_CUDA
-cudaError_t run_cuda(const kernels::WriteParams& params, StreamHandle stream) {
+cudaError_t run_cuda(const params::WriteParams& params, StreamHandle stream) {
   return cuda::write_records(params, stream);
 }
-cudaError_t run_cuda(const kernels::GatherParams& params, StreamHandle stream) {
+cudaError_t run_cuda(const params::GatherParams& params, StreamHandle stream) {
   return cuda::gather_records(params, stream);
 }
 #endif
@@ -43,11 +42,11 @@ void run(const api::Check& check, const Params& params, std::int64_t items, cons
 #endif
 }
 
-void run_write(const api::Check& check, const kernels::WriteParams& params, const Device& device, StreamHandle stream) {
+void run_write(const api::Check& check, const params::WriteParams& params, const Device& device, StreamHandle stream) {
   run(check, params, params.num_tokens, device, stream);
 }
 
-void run_gather(const api::Check& check, const kernels::GatherParams& params, const Device& device,
+void run_gather(const api::Check& check, const params::GatherParams& params, const Device& device,
                 StreamHandle stream) {
   run(check, params, params.num_rows, device, stream);
 }
@@ -55,7 +54,7 @@ void run_gather(const api::Check& check, const kernels::GatherParams& params, co
 // Each entry point's checks: the format it writes and the params of its views.
 struct Write {
   api::Check check;
-  kernels::WriteParams params;
+  params::WriteParams params;
 };
 
 // The stock entry point's engine-shaped arguments: a typed cache as its bytes,

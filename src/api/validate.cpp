@@ -239,8 +239,8 @@ const std::int64_t* check_slots(const Check& check, std::string_view name, const
 // [num_blocks, block_size, record_bytes] uint8 with non-overlapping records;
 // for a block-planar format, the engines' view of packed pages: slot stride
 // record_bytes, block stride at least block_size * record_bytes (the padded page).
-kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
-                                 bool require_alignment) {
+params::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
+                                bool require_alignment) {
   constexpr std::string_view kName = "kv_cache";
   check_dtype(check, kName, v, DType::kUInt8);
   check_rank(check, kName, v, 3, "(num_blocks, block_size, record_bytes)");
@@ -292,8 +292,8 @@ kernels::CacheLayout check_cache(const Check& check, const FormatInfo& info, con
   }
   const format::PageRows rows =
       format::page_rows(info.page.kind, block_size, v.strides[1], info.page.data_row_bytes, info.page.scale_row_bytes);
-  return kernels::make_cache_layout(static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0],
-                                    v.strides[1], &rows);
+  return params::make_cache_layout(static_cast<std::uint8_t*>(v.data), block_size, capacity, v.strides[0], v.strides[1],
+                                   &rows);
 }
 
 // k_scale: a 1-element float32 ((1,) or 0-d) on the CPU (read and checked now)
@@ -383,9 +383,9 @@ TensorView cache_as_bytes(const TensorView& view) {
   return bytes;
 }
 
-kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
-                                    const TensorView& kv_cache, const TensorView& slot_mapping,
-                                    const TensorView* scale) {
+params::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
+                                   const TensorView& kv_cache, const TensorView& slot_mapping,
+                                   const TensorView* scale) {
   const FormatInfo& info = format_info(format);
   const Device device = check_devices(
       check, {{"kv_c", &kv_c}, {"k_pe", &k_pe}, {"kv_cache", &kv_cache}, {"slot_mapping", &slot_mapping}});
@@ -411,7 +411,7 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   const std::int64_t k_pe_stride_bytes = check_input_rows(check, "k_pe", k_pe, rope, tokens);
   check_data(check, "kv_c", kv_c);
   check_data(check, "k_pe", k_pe);
-  const kernels::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
+  const params::CacheLayout cache = check_cache(check, info, kv_cache, /*require_alignment=*/true);
   const ScaleArg k_scale = read_scale(check, scale, info.policy.needs_k_scale, device);
   // The cache is written while the others are read: no byte may be both.
   const Named written = {"kv_cache", &kv_cache};
@@ -419,23 +419,23 @@ kernels::WriteParams validate_write(const Check& check, Format format, const Ten
   check_disjoint(check, {"k_pe", &k_pe}, {written});
   check_disjoint(check, {"slot_mapping", &slot_mapping}, {written});
   check_disjoint(check, {"scale", scale}, {written});
-  return kernels::WriteParams{format,
-                              dtype,
-                              static_cast<const std::uint8_t*>(kv_c.data),
-                              kv_c_stride_bytes,
-                              static_cast<const std::uint8_t*>(k_pe.data),
-                              k_pe_stride_bytes,
-                              slots,
-                              tokens,
-                              cache,
-                              codec::EncodeParams{k_scale.value},
-                              k_scale.device};
+  return params::WriteParams{format,
+                             dtype,
+                             static_cast<const std::uint8_t*>(kv_c.data),
+                             kv_c_stride_bytes,
+                             static_cast<const std::uint8_t*>(k_pe.data),
+                             k_pe_stride_bytes,
+                             slots,
+                             tokens,
+                             cache,
+                             codec::EncodeParams{k_scale.value},
+                             k_scale.device};
 }
 
 namespace {
 
 struct Outputs {
-  kernels::OutDtype dtype;
+  params::OutDtype dtype;
   void* kv_c;
   std::int64_t kv_c_stride_bytes;
   void* k_pe;
@@ -467,7 +467,7 @@ Outputs check_outputs(const Check& check, const FormatInfo& info, const TensorVi
                   "row stride must be >= " + str(widths[i]) + " (rows must not overlap)", str(v.strides[0]));
     check_data(check, name, v);
   }
-  const auto dtype = kv_c_out.dtype == DType::kFloat32 ? kernels::OutDtype::kFloat32 : kernels::OutDtype::kBf16;
+  const auto dtype = kv_c_out.dtype == DType::kFloat32 ? params::OutDtype::kFloat32 : params::OutDtype::kBf16;
   return {dtype, kv_c_out.data, kv_c_out.strides[0], k_pe_out.data, k_pe_out.strides[0]};
 }
 
@@ -480,19 +480,19 @@ void check_outputs_disjoint(const Check& check, const TensorView& kv_c_out, cons
   check_disjoint(check, {"k_pe_out", &k_pe_out}, {{"kv_c_out", &kv_c_out}});
 }
 
-kernels::GatherParams gather_params(Format format, const kernels::CacheLayout& cache, const kernels::RowSource& source,
-                                    std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
-                                    const float* k_scale_device) {
-  return kernels::GatherParams{
+params::GatherParams gather_params(Format format, const params::CacheLayout& cache, const params::RowSource& source,
+                                   std::int64_t rows, const Outputs& out, const codec::DecodeParams& decode,
+                                   const float* k_scale_device) {
+  return params::GatherParams{
       format, cache,         source, rows, out.dtype, out.kv_c, out.kv_c_stride_bytes, out.k_pe, out.k_pe_stride_bytes,
       decode, k_scale_device};
 }
 
 }  // namespace
 
-kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
-                                      const TensorView& slots, const TensorView& kv_c_out, const TensorView& k_pe_out,
-                                      const GatherOptions& options) {
+params::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
+                                     const TensorView& slots, const TensorView& kv_c_out, const TensorView& k_pe_out,
+                                     const GatherOptions& options) {
   const Device device = check_devices(
       check, {{"kv_cache", &kv_cache}, {"slots", &slots}, {"kv_c_out", &kv_c_out}, {"k_pe_out", &k_pe_out}});
   check_supported(check, format, device, Operation::kRead);
@@ -500,20 +500,19 @@ kernels::GatherParams validate_gather(const Check& check, Format format, const T
   const std::int64_t rows = slots.shape[0];
   const Outputs out = check_outputs(check, format_info(format), kv_c_out, k_pe_out, rows, "len(slots)");
   // CUDA reads records with 16-byte loads.
-  const kernels::CacheLayout cache =
-      check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
+  const params::CacheLayout cache = check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
   const ScaleArg k_scale = read_scale(check, options.scale, format_info(format).policy.needs_k_scale, device);
   check_outputs_disjoint(check, kv_c_out, k_pe_out,
                          {{"kv_cache", &kv_cache}, {"slots", &slots}, {"scale", options.scale}});
-  kernels::RowSource source{};
+  params::RowSource source{};
   source.slots = slot_data;
   return gather_params(format, cache, source, rows, out, decode_params(check, options, k_scale.value), k_scale.device);
 }
 
-kernels::GatherParams validate_gather_paged(const Check& check, Format format, const TensorView& kv_cache,
-                                            const TensorView& block_table, const TensorView& seq_lens,
-                                            const TensorView& cu_seq_lens, const TensorView& kv_c_out,
-                                            const TensorView& k_pe_out, const GatherOptions& options) {
+params::GatherParams validate_gather_paged(const Check& check, Format format, const TensorView& kv_cache,
+                                           const TensorView& block_table, const TensorView& seq_lens,
+                                           const TensorView& cu_seq_lens, const TensorView& kv_c_out,
+                                           const TensorView& k_pe_out, const GatherOptions& options) {
   const Device device = check_devices(check, {{"kv_cache", &kv_cache},
                                               {"block_table", &block_table},
                                               {"seq_lens", &seq_lens},
@@ -528,7 +527,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
   MLAKV_REQUIRE(check, block_table.strides[1] == 1 || block_table.shape[1] <= 1, ErrorCode::kLayout, "block_table",
                 "rows must be innermost-contiguous (stride 1)", "stride " + str(block_table.strides[1]));
   check_data(check, "block_table", block_table);
-  kernels::RowSource source{};
+  params::RowSource source{};
   source.block_table = static_cast<const std::int32_t*>(block_table.data);
   source.block_table_stride_elems = block_table.strides[0];
   source.max_blocks = block_table.shape[1];
@@ -539,8 +538,7 @@ kernels::GatherParams validate_gather_paged(const Check& check, Format format, c
                                           "(B + 1,) with B = block_table rows = " + str(batch));
   const std::int64_t rows = kv_c_out.ndim >= 1 ? kv_c_out.shape[0] : 0;
   const Outputs out = check_outputs(check, format_info(format), kv_c_out, k_pe_out, rows, "total rows");
-  const kernels::CacheLayout cache =
-      check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
+  const params::CacheLayout cache = check_cache(check, format_info(format), kv_cache, device.type == DeviceType::kCuda);
   const ScaleArg k_scale = read_scale(check, options.scale, format_info(format).policy.needs_k_scale, device);
   check_outputs_disjoint(check, kv_c_out, k_pe_out,
                          {{"kv_cache", &kv_cache},

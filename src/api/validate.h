@@ -5,26 +5,25 @@
 #pragma once
 
 #include "api/check.h"
-#include "kernels/params.h"
-#include "mlakv/kv_cache.h"
 #include "mlakv/readers.h"
+#include "mlakv/writers.h"
+#include "params/params.h"
 
 namespace mlakv::api {
 
-kernels::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
-                                    const TensorView& kv_cache, const TensorView& slot_mapping,
-                                    const TensorView* scale);
+params::WriteParams validate_write(const Check& check, Format format, const TensorView& kv_c, const TensorView& k_pe,
+                                   const TensorView& kv_cache, const TensorView& slot_mapping, const TensorView* scale);
 
-kernels::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
-                                      const TensorView& slots, const TensorView& kv_c_out, const TensorView& k_pe_out,
-                                      const GatherOptions& options);
+params::GatherParams validate_gather(const Check& check, Format format, const TensorView& kv_cache,
+                                     const TensorView& slots, const TensorView& kv_c_out, const TensorView& k_pe_out,
+                                     const GatherOptions& options);
 
 /// Rows come from a block table: row cu_seq_lens[b] + i (i < seq_lens[b])
 /// decodes position i of sequence b; other rows are zeros.
-kernels::GatherParams validate_gather_paged(const Check& check, Format format, const TensorView& kv_cache,
-                                            const TensorView& block_table, const TensorView& seq_lens,
-                                            const TensorView& cu_seq_lens, const TensorView& kv_c_out,
-                                            const TensorView& k_pe_out, const GatherOptions& options);
+params::GatherParams validate_gather_paged(const Check& check, Format format, const TensorView& kv_cache,
+                                           const TensorView& block_table, const TensorView& seq_lens,
+                                           const TensorView& cu_seq_lens, const TensorView& kv_c_out,
+                                           const TensorView& k_pe_out, const GatherOptions& options);
 
 /// (T, 1, 64) -> (T, 64): the stock entry point's squeeze of vLLM's k_pe view.
 TensorView squeeze_middle_unit_dim(const TensorView& view);
@@ -38,20 +37,20 @@ TensorView cache_as_bytes(const TensorView& view);
 
 }  // namespace mlakv::api
 
-#include "kernels/attention_params.h"
 #include "mlakv/attention.h"
+#include "params/attention_params.h"
 
 namespace mlakv::api {
 
 /// Everything sparse_mla_decode reads and writes; a workspace, when given on
 /// CUDA, must hold sparse_mla_decode_workspace_size() bytes.
-kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
-                                                   const TensorView& kv_cache, const TensorView& indices,
-                                                   const TensorView& out, const TensorView& lse,
-                                                   const SparseDecodeOptions& options);
+params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                  const TensorView& kv_cache, const TensorView& indices,
+                                                  const TensorView& out, const TensorView& lse,
+                                                  const SparseDecodeOptions& options);
 
-kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
-                                    const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
-                                    const TensorView& lse);
+params::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
+                                   const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
+                                   const TensorView& lse);
 
 }  // namespace mlakv::api

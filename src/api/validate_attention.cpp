@@ -56,10 +56,10 @@ void check_cuda_alignment(const Check& check, std::string_view name, const Tenso
 
 }  // namespace
 
-kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
-                                                   const TensorView& kv_cache, const TensorView& indices,
-                                                   const TensorView& out, const TensorView& lse,
-                                                   const SparseDecodeOptions& options) {
+params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                  const TensorView& kv_cache, const TensorView& indices,
+                                                  const TensorView& out, const TensorView& lse,
+                                                  const SparseDecodeOptions& options) {
   const Device device =
       check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
@@ -100,7 +100,7 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
   MLAKV_REQUIRE(check, std::isfinite(options.sm_scale), ErrorCode::kValue, "sm_scale",
                 "must be finite (0: 1/sqrt(576))", std::to_string(options.sm_scale));
   const float sm_scale = options.sm_scale != 0.0f ? options.sm_scale : 1.0f / std::sqrt(float{kQueryDim});
-  const kernels::CacheLayout cache = check_cache(check, format_info(format), kv_cache, cuda);
+  const params::CacheLayout cache = check_cache(check, format_info(format), kv_cache, cuda);
   const ScaleArg k_scale = read_scale(check, options.decode.scale, info.policy.needs_k_scale, device);
   const codec::DecodeParams decode = decode_params(check, options.decode, k_scale.value);
   if (cuda) {
@@ -139,33 +139,33 @@ kernels::SparseDecodeParams validate_sparse_decode(const Check& check, Format fo
     for (const Named& input : inputs) check_disjoint(check, written[w], {input});
     for (int o = w + 1; o < 3; ++o) check_disjoint(check, written[w], {written[o]});
   }
-  return kernels::SparseDecodeParams{format,
-                                     cache,
-                                     decode,
-                                     k_scale.device,
-                                     static_cast<const std::uint16_t*>(q.data),
-                                     q.strides[0],
-                                     q.strides[1],
-                                     static_cast<const std::int32_t*>(indices.data),
-                                     indices.strides[0],
-                                     topk_len,
-                                     rows,
-                                     heads,
-                                     topk,
-                                     sm_scale,
-                                     static_cast<std::uint16_t*>(out.data),
-                                     out.strides[0],
-                                     out.strides[1],
-                                     static_cast<float*>(lse.data),
-                                     lse.strides[0],
-                                     lse.strides[1],
-                                     workspace,
-                                     workspace_bytes};
+  return params::SparseDecodeParams{format,
+                                    cache,
+                                    decode,
+                                    k_scale.device,
+                                    static_cast<const std::uint16_t*>(q.data),
+                                    q.strides[0],
+                                    q.strides[1],
+                                    static_cast<const std::int32_t*>(indices.data),
+                                    indices.strides[0],
+                                    topk_len,
+                                    rows,
+                                    heads,
+                                    topk,
+                                    sm_scale,
+                                    static_cast<std::uint16_t*>(out.data),
+                                    out.strides[0],
+                                    out.strides[1],
+                                    static_cast<float*>(lse.data),
+                                    lse.strides[0],
+                                    lse.strides[1],
+                                    workspace,
+                                    workspace_bytes};
 }
 
-kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
-                                    const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
-                                    const TensorView& lse) {
+params::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
+                                   const TensorView& out_b, const TensorView& lse_b, const TensorView& out,
+                                   const TensorView& lse) {
   check_devices(
       check,
       {{"out_a", &out_a}, {"lse_a", &lse_a}, {"out_b", &out_b}, {"lse_b", &lse_b}, {"out", &out}, {"lse", &lse}});
@@ -193,10 +193,10 @@ kernels::MergeParams validate_merge(const Check& check, const TensorView& out_a,
   }
   check_disjoint(check, {"lse", &lse}, {{"out", &out}});
   const auto state = [](const TensorView& o, const TensorView& l) {
-    return kernels::AttentionState{o.data,       o.strides[0], o.strides[1], static_cast<float*>(l.data),
-                                   l.strides[0], l.strides[1]};
+    return params::AttentionState{o.data,       o.strides[0], o.strides[1], static_cast<float*>(l.data),
+                                  l.strides[0], l.strides[1]};
   };
-  return kernels::MergeParams{
+  return params::MergeParams{
       out_a.dtype == DType::kFloat32, rows, heads, width, state(out_a, lse_a), state(out_b, lse_b), state(out, lse)};
 }
 

@@ -29,8 +29,8 @@ void check_int32_rows(const Check& check, std::string_view name, const TensorVie
 }
 
 void check_layout(const Check& check, const ContextParallelLayout& layout) {
-  check.require(layout.world_size >= 1 && layout.world_size <= kernels::kMaxMergeParts, ErrorCode::kValue,
-                "layout.world_size", "must be in [1, " + str(kernels::kMaxMergeParts) + "]", str(layout.world_size));
+  check.require(layout.world_size >= 1 && layout.world_size <= params::kMaxMergeParts, ErrorCode::kValue,
+                "layout.world_size", "must be in [1, " + str(params::kMaxMergeParts) + "]", str(layout.world_size));
   check.require(layout.rank >= 0 && layout.rank < layout.world_size, ErrorCode::kValue, "layout.rank",
                 "must be in [0, world_size = " + str(layout.world_size) + ")", str(layout.rank));
   check.require(layout.block_size >= 1 && layout.block_size <= (std::int64_t{1} << 20), ErrorCode::kValue,
@@ -42,9 +42,9 @@ void check_layout(const Check& check, const ContextParallelLayout& layout) {
 
 }  // namespace
 
-kernels::LocalSlotsParams validate_dcp_local_slots(const Check& check, const TensorView& indices,
-                                                   const TensorView& req_id, const TensorView& block_table,
-                                                   const TensorView& local_slots, const ContextParallelLayout& layout) {
+params::LocalSlotsParams validate_dcp_local_slots(const Check& check, const TensorView& indices,
+                                                  const TensorView& req_id, const TensorView& block_table,
+                                                  const TensorView& local_slots, const ContextParallelLayout& layout) {
   check_devices(
       check,
       {{"indices", &indices}, {"req_id", &req_id}, {"block_table", &block_table}, {"local_slots", &local_slots}});
@@ -63,25 +63,25 @@ kernels::LocalSlotsParams validate_dcp_local_slots(const Check& check, const Ten
   check_int32_rows(check, "local_slots", local_slots, rows, topk, out_shape);
   const Named written{"local_slots", &local_slots};
   check_disjoint(check, written, {{"indices", &indices}, {"req_id", &req_id}, {"block_table", &block_table}});
-  return kernels::LocalSlotsParams{static_cast<const std::int32_t*>(indices.data),
-                                   indices.strides[0],
-                                   req,
-                                   static_cast<const std::int32_t*>(block_table.data),
-                                   block_table.strides[0],
-                                   block_table.shape[0],
-                                   block_table.shape[1],
-                                   static_cast<std::int32_t*>(local_slots.data),
-                                   local_slots.strides[0],
-                                   rows,
-                                   topk,
-                                   layout.world_size,
-                                   layout.rank,
-                                   layout.interleave,
-                                   layout.block_size};
+  return params::LocalSlotsParams{static_cast<const std::int32_t*>(indices.data),
+                                  indices.strides[0],
+                                  req,
+                                  static_cast<const std::int32_t*>(block_table.data),
+                                  block_table.strides[0],
+                                  block_table.shape[0],
+                                  block_table.shape[1],
+                                  static_cast<std::int32_t*>(local_slots.data),
+                                  local_slots.strides[0],
+                                  rows,
+                                  topk,
+                                  layout.world_size,
+                                  layout.rank,
+                                  layout.interleave,
+                                  layout.block_size};
 }
 
-kernels::StackedMergeParams validate_stacked_merge(const Check& check, const TensorView& outs, const TensorView& lses,
-                                                   const TensorView& out, const TensorView& lse) {
+params::StackedMergeParams validate_stacked_merge(const Check& check, const TensorView& outs, const TensorView& lses,
+                                                  const TensorView& out, const TensorView& lse) {
   check_devices(check, {{"outs", &outs}, {"lses", &lses}, {"out", &out}, {"lse", &lse}});
   check.require(outs.dtype == DType::kBFloat16 || outs.dtype == DType::kFloat32, ErrorCode::kDtype, "outs",
                 "dtype must be bf16 or float32", dtype_name(outs.dtype));
@@ -93,8 +93,8 @@ kernels::StackedMergeParams validate_stacked_merge(const Check& check, const Ten
   const std::int64_t rows = outs.shape[1];
   const std::int64_t heads = outs.shape[2];
   const std::int64_t width = outs.shape[3];
-  check.require(parts >= 1 && parts <= kernels::kMaxMergeParts, ErrorCode::kShape, "outs",
-                "N (dim 0) must be in [1, " + str(kernels::kMaxMergeParts) + "]", shape_string(outs));
+  check.require(parts >= 1 && parts <= params::kMaxMergeParts, ErrorCode::kShape, "outs",
+                "N (dim 0) must be in [1, " + str(params::kMaxMergeParts) + "]", shape_string(outs));
   check.require(saturating_mul(rows, heads) < kMaxItems, ErrorCode::kShape, "outs", "R x H must be < 2^31",
                 shape_string(outs));
   check_strides_nonnegative(check, "outs", outs);
@@ -135,7 +135,7 @@ kernels::StackedMergeParams validate_stacked_merge(const Check& check, const Ten
   // written byte that is also read by another (row, head) would race on CUDA.
   check_disjoint(check, {"out", &out}, {{"outs", &outs}, {"lses", &lses}, {"lse", &lse}});
   check_disjoint(check, {"lse", &lse}, {{"outs", &outs}, {"lses", &lses}});
-  return kernels::StackedMergeParams{
+  return params::StackedMergeParams{
       outs.dtype == DType::kFloat32,
       parts,
       rows,
@@ -149,8 +149,8 @@ kernels::StackedMergeParams validate_stacked_merge(const Check& check, const Ten
       lses.strides[0],
       lses.strides[1],
       lses.strides[2],
-      kernels::AttentionState{out.data, out.strides[0], out.strides[1], static_cast<float*>(lse.data), lse.strides[0],
-                              lse.strides[1]}};
+      params::AttentionState{out.data, out.strides[0], out.strides[1], static_cast<float*>(lse.data), lse.strides[0],
+                             lse.strides[1]}};
 }
 
 }  // namespace mlakv::api

@@ -3,16 +3,16 @@
 #pragma once
 
 #include "api/check.h"
-#include "kernels/context_parallel.h"
 #include "mlakv/context_parallel.h"
+#include "params/context_parallel.h"
 
 namespace mlakv::api {
 
-kernels::LocalSlotsParams validate_dcp_local_slots(const Check& check, const TensorView& indices,
-                                                   const TensorView& req_id, const TensorView& block_table,
-                                                   const TensorView& local_slots, const ContextParallelLayout& layout);
+params::LocalSlotsParams validate_dcp_local_slots(const Check& check, const TensorView& indices,
+                                                  const TensorView& req_id, const TensorView& block_table,
+                                                  const TensorView& local_slots, const ContextParallelLayout& layout);
 
-kernels::StackedMergeParams validate_stacked_merge(const Check& check, const TensorView& outs, const TensorView& lses,
-                                                   const TensorView& out, const TensorView& lse);
+params::StackedMergeParams validate_stacked_merge(const Check& check, const TensorView& outs, const TensorView& lses,
+                                                  const TensorView& out, const TensorView& lse);
 
 }  // namespace mlakv::api

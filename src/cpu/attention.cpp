@@ -8,8 +8,8 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel_for.h"
 #include "dispatch/visit_codec.h"
-#include "kernels/merge.h"
 #include "mlakv/vocabulary.h"
+#include "params/merge.h"
 
 namespace mlakv::cpu {
 namespace {
@@ -32,7 +32,7 @@ void decode_key(const std::uint8_t* record, const codec::DecodeParams& params, f
 }
 
 // One (row, head): scores, then a two-pass softmax over the row's keys.
-void attend(const kernels::SparseDecodeParams& p, std::int64_t row, std::int64_t head, const std::vector<float>& keys,
+void attend(const params::SparseDecodeParams& p, std::int64_t row, std::int64_t head, const std::vector<float>& keys,
             std::int64_t n) {
   const std::uint16_t* q_bits = p.q + row * p.q_stride_row + head * p.q_stride_head;
   float q[kKeyDim];
@@ -62,23 +62,23 @@ void attend(const kernels::SparseDecodeParams& p, std::int64_t row, std::int64_t
 
 }  // namespace
 
-void sparse_mla_decode(const kernels::SparseDecodeParams& p) {
+void sparse_mla_decode(const params::SparseDecodeParams& p) {
   codec::visit_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) {
     std::vector<std::int64_t> slots;
     std::vector<float> keys;
     for (std::int64_t row = 0; row < p.rows; ++row) {
       slots.clear();
-      const std::int64_t entries = kernels::row_entries(p, row);
+      const std::int64_t entries = params::row_entries(p, row);
       for (std::int64_t i = 0; i < entries; ++i) {
         const std::int64_t slot = p.indices[row * p.indices_stride_row + i];
-        if (kernels::slot_in_range(p.cache, slot)) slots.push_back(slot);
+        if (params::slot_in_range(p.cache, slot)) slots.push_back(slot);
       }
       const auto n = static_cast<std::int64_t>(slots.size());
       keys.resize(static_cast<std::size_t>(n) * kKeyDim);
       parallel_for(
           n,
           [&](std::int64_t j) {
-            decode_key<Codec>(kernels::record_address(p.cache, slots[j]), p.decode, keys.data() + j * kKeyDim);
+            decode_key<Codec>(params::record_address(p.cache, slots[j]), p.decode, keys.data() + j * kKeyDim);
           },
           64);
       parallel_for(
@@ -87,22 +87,22 @@ void sparse_mla_decode(const kernels::SparseDecodeParams& p) {
   });
 }
 
-void merge_attention_states(const kernels::MergeParams& p) {
+void merge_attention_states(const params::MergeParams& p) {
   parallel_for(
       p.rows * p.heads,
       [&p](std::int64_t i) {
         const std::int64_t r = i / p.heads;
         const std::int64_t h = i % p.heads;
-        const kernels::MergeWeights w = kernels::merge_weights(kernels::lse_at(p.a, r, h), kernels::lse_at(p.b, r, h));
-        const std::int64_t a = kernels::out_offset(p.a, r, h);
-        const std::int64_t b = kernels::out_offset(p.b, r, h);
-        const std::int64_t out = kernels::out_offset(p.merged, r, h);
+        const params::MergeWeights w = params::merge_weights(params::lse_at(p.a, r, h), params::lse_at(p.b, r, h));
+        const std::int64_t a = params::out_offset(p.a, r, h);
+        const std::int64_t b = params::out_offset(p.b, r, h);
+        const std::int64_t out = params::out_offset(p.merged, r, h);
         for (std::int64_t d = 0; d < p.width; ++d) {
-          kernels::store_state(
+          params::store_state(
               p, p.merged, out + d,
-              kernels::merged_value(w, kernels::load_state(p, p.a, a + d), kernels::load_state(p, p.b, b + d)));
+              params::merged_value(w, params::load_state(p, p.a, a + d), params::load_state(p, p.b, b + d)));
         }
-        kernels::lse_at(p.merged, r, h) = kernels::merged_lse(w);
+        params::lse_at(p.merged, r, h) = params::merged_lse(w);
       },
       64);
 }

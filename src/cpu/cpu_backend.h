@@ -2,17 +2,17 @@
 // The CPU backend: loops over the shared codecs. It is the bit-exact reference.
 #pragma once
 
-#include "kernels/attention_params.h"
-#include "kernels/context_parallel.h"
-#include "kernels/params.h"
+#include "params/attention_params.h"
+#include "params/context_parallel.h"
+#include "params/params.h"
 
 namespace mlakv::cpu {
 
-void write_records(const kernels::WriteParams& params);
-void gather_records(const kernels::GatherParams& params);
-void sparse_mla_decode(const kernels::SparseDecodeParams& params);
-void merge_attention_states(const kernels::MergeParams& params);
-void dcp_local_slots(const kernels::LocalSlotsParams& params);
-void merge_attention_states(const kernels::StackedMergeParams& params);
+void write_records(const params::WriteParams& params);
+void gather_records(const params::GatherParams& params);
+void sparse_mla_decode(const params::SparseDecodeParams& params);
+void merge_attention_states(const params::MergeParams& params);
+void dcp_local_slots(const params::LocalSlotsParams& params);
+void merge_attention_states(const params::StackedMergeParams& params);
 
 }  // namespace mlakv::cpu

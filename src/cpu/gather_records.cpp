@@ -20,15 +20,15 @@ void store_row(const float* values, int n, Out* out) {
 
 // The DeepSeek V4 family: the token's data row and scale row, decoded together.
 template <class Out, class Codec>
-void gather_rows(const kernels::GatherParams& p) {
+void gather_rows(const params::GatherParams& p) {
   parallel_for(p.num_rows, [&p](std::int64_t row) {
     float nope[Codec::kNope] = {};
     float rope[Codec::kRope] = {};
-    const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
-    if (kernels::slot_in_range(p.cache, slot)) {
-      const kernels::PagePosition at = kernels::page_position(p.cache, slot);
-      Codec::decode_token(kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
-                          kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), nope,
+    const std::int64_t slot = params::row_slot(p.source, p.cache, row);
+    if (params::slot_in_range(p.cache, slot)) {
+      const params::PagePosition at = params::page_position(p.cache, slot);
+      Codec::decode_token(params::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
+                          params::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), nope,
                           rope);
     }
     store_row(nope, Codec::kNope, static_cast<Out*>(p.kv_c_out) + row * p.kv_c_out_stride_elems);
@@ -37,7 +37,7 @@ void gather_rows(const kernels::GatherParams& p) {
 }
 
 template <class Out>
-void gather(const kernels::GatherParams& p) {
+void gather(const params::GatherParams& p) {
   if (codec::is_part_coded(p.format)) {
     codec::visit_part_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) { gather_rows<Out, Codec>(p); });
     return;
@@ -46,9 +46,9 @@ void gather(const kernels::GatherParams& p) {
     parallel_for(p.num_rows, [&p](std::int64_t row) {
       float kv_c[codec::kLatentDim] = {};
       float k_pe[codec::kRopeDim] = {};
-      const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
-      if (kernels::slot_in_range(p.cache, slot)) {
-        codec::decode_record<Codec>(kernels::record_address(p.cache, slot), p.decode, kv_c, k_pe);
+      const std::int64_t slot = params::row_slot(p.source, p.cache, row);
+      if (params::slot_in_range(p.cache, slot)) {
+        codec::decode_record<Codec>(params::record_address(p.cache, slot), p.decode, kv_c, k_pe);
       }
       store_row(kv_c, codec::kLatentDim, static_cast<Out*>(p.kv_c_out) + row * p.kv_c_out_stride_elems);
       store_row(k_pe, codec::kRopeDim, static_cast<Out*>(p.k_pe_out) + row * p.k_pe_out_stride_elems);
@@ -58,8 +58,8 @@ void gather(const kernels::GatherParams& p) {
 
 }  // namespace
 
-void gather_records(const kernels::GatherParams& p) {
-  if (p.out_dtype == kernels::OutDtype::kFloat32) {
+void gather_records(const params::GatherParams& p) {
+  if (p.out_dtype == params::OutDtype::kFloat32) {
     gather<float>(p);
   } else {
     gather<std::uint16_t>(p);

@@ -13,10 +13,10 @@ namespace {
 // regions of a block-planar page, or both in the token's record), each encoded
 // locally and stored once.
 template <class Codec, codec::InputDtype kDtype>
-void write_rows(const kernels::WriteParams& p) {
+void write_rows(const params::WriteParams& p) {
   parallel_for(p.num_tokens, [&p](std::int64_t t) {
     const std::int64_t slot = p.slot_mapping[t];
-    if (!kernels::slot_in_range(p.cache, slot)) return;
+    if (!params::slot_in_range(p.cache, slot)) return;
     std::uint16_t nope[Codec::kNope];
     std::uint16_t rope[Codec::kRope];
     std::memcpy(nope, p.kv_c + t * p.kv_c_stride_bytes, sizeof(nope));
@@ -24,17 +24,17 @@ void write_rows(const kernels::WriteParams& p) {
     std::uint8_t data_row[Codec::kDataRow.bytes];
     std::uint8_t scale_row[Codec::kScaleRow.bytes];
     Codec::template encode_token<kDtype>(nope, rope, data_row, scale_row);
-    const kernels::PagePosition at = kernels::page_position(p.cache, slot);
-    std::memcpy(kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset), data_row,
+    const params::PagePosition at = params::page_position(p.cache, slot);
+    std::memcpy(params::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset), data_row,
                 sizeof(data_row));
-    std::memcpy(kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), scale_row,
+    std::memcpy(params::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), scale_row,
                 sizeof(scale_row));
   });
 }
 
 }  // namespace
 
-void write_records(const kernels::WriteParams& p) {
+void write_records(const params::WriteParams& p) {
   if (codec::is_part_coded(p.format)) {
     codec::visit_part_codec(p.format, [&p]<class Codec>(codec::Tag<Codec>) {
       codec::visit_input_dtype(p.dtype,
@@ -49,7 +49,7 @@ void write_records(const kernels::WriteParams& p) {
                              [&p]<codec::InputDtype kDtype>(std::integral_constant<codec::InputDtype, kDtype>) {
                                parallel_for(p.num_tokens, [&p](std::int64_t t) {
                                  const std::int64_t slot = p.slot_mapping[t];
-                                 if (!kernels::slot_in_range(p.cache, slot)) return;
+                                 if (!params::slot_in_range(p.cache, slot)) return;
                                  // Copy the row out so the codec reads aligned 16-bit values whatever the input stride.
                                  std::uint16_t kv_c[codec::kLatentDim];
                                  std::uint16_t k_pe[codec::kRopeDim];
@@ -58,7 +58,7 @@ void write_records(const kernels::WriteParams& p) {
                                  // Encode into a local record and store it once, so a record is never half-written.
                                  alignas(16) std::uint8_t record[Codec::Spec::kRecordBytes];
                                  codec::encode_record<Codec, kDtype>(kv_c, k_pe, p.encode, record);
-                                 std::memcpy(kernels::record_address(p.cache, slot), record, sizeof(record));
+                                 std::memcpy(params::record_address(p.cache, slot), record, sizeof(record));
                                });
                              });
   });

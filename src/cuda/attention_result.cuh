@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "codec/element.h"
-#include "kernels/attention_params.h"
 #include "mlakv/vocabulary.h"
+#include "params/attention_params.h"
 
 namespace mlakv::cuda {
 
@@ -44,7 +44,7 @@ struct HeadStore {
   void* out;   // the head's 512-wide row: bf16 in out, or float32 in the workspace
   float* lse;  // where its lse goes
 
-  __device__ HeadStore(const kernels::SparseDecodeParams& p, std::int64_t splits, std::int64_t split, std::int64_t row,
+  __device__ HeadStore(const params::SparseDecodeParams& p, std::int64_t splits, std::int64_t split, std::int64_t row,
                        std::int64_t head) {
     if constexpr (kPartial) {
       const std::int64_t index = (split * p.rows + row) * p.heads + head;

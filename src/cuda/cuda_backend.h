@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "kernels/attention_params.h"
-#include "kernels/context_parallel.h"
-#include "kernels/params.h"
+#include "params/attention_params.h"
+#include "params/context_parallel.h"
+#include "params/params.h"
 
 namespace mlakv::cuda {
 
@@ -22,19 +22,19 @@ bool supports_capability(int capability);
 std::string built_architectures();
 
 /// Returns the launch error, if any (cudaSuccess otherwise).
-cudaError_t write_records(const kernels::WriteParams& params, cudaStream_t stream);
-cudaError_t gather_records(const kernels::GatherParams& params, cudaStream_t stream);
+cudaError_t write_records(const params::WriteParams& params, cudaStream_t stream);
+cudaError_t gather_records(const params::GatherParams& params, cudaStream_t stream);
 /// The same for block-planar formats (write_records and gather_records forward to these).
-cudaError_t write_pages(const kernels::WriteParams& params, cudaStream_t stream);
-cudaError_t gather_pages(const kernels::GatherParams& params, cudaStream_t stream);
+cudaError_t write_pages(const params::WriteParams& params, cudaStream_t stream);
+cudaError_t gather_pages(const params::GatherParams& params, cudaStream_t stream);
 
 /// Number of streaming multiprocessors of a device; cached per device.
 int multiprocessor_count(int device);
 /// Bytes of split-K partials the sparse decode uses with a workspace.
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device);
-cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& params, cudaStream_t stream);
-cudaError_t merge_attention_states(const kernels::MergeParams& params, cudaStream_t stream);
-cudaError_t dcp_local_slots(const kernels::LocalSlotsParams& params, cudaStream_t stream);
-cudaError_t merge_attention_states(const kernels::StackedMergeParams& params, cudaStream_t stream);
+cudaError_t sparse_mla_decode(const params::SparseDecodeParams& params, cudaStream_t stream);
+cudaError_t merge_attention_states(const params::MergeParams& params, cudaStream_t stream);
+cudaError_t dcp_local_slots(const params::LocalSlotsParams& params, cudaStream_t stream);
+cudaError_t merge_attention_states(const params::StackedMergeParams& params, cudaStream_t stream);
 
 }  // namespace mlakv::cuda

@@ -51,7 +51,7 @@ constexpr int kRowsPerWarp = 2;
 // rows) is assembled in shared memory and stored as whole 16-byte chunks, so
 // every store instruction writes contiguous sectors.
 template <class Codec, class Out, bool kVector, bool kStaged>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) gather_records_kernel(const kernels::GatherParams p) {
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) gather_records_kernel(const params::GatherParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRowBytes = (codec::kLatentDim + codec::kRopeDim) * static_cast<int>(sizeof(Out));
   __shared__ SmemRecord<kStaged ? kRowBytes : 16> smem_rows[kWarpsPerBlock];
@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) gather_records_kern
 #pragma unroll
   for (int k = 0; k < kRowsPerWarp; ++k) {
     const std::int64_t row = first_row + k;
-    const std::int64_t slot = row < p.num_rows ? kernels::row_slot(p.source, p.cache, row) : -1;
-    valid[k] = kernels::slot_in_range(p.cache, slot);
-    src[k] = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, valid[k] ? slot : 0));
+    const std::int64_t slot = row < p.num_rows ? params::row_slot(p.source, p.cache, row) : -1;
+    valid[k] = params::slot_in_range(p.cache, slot);
+    src[k] = reinterpret_cast<const uint4*>(params::record_address(p.cache, valid[k] ? slot : 0));
   }
   uint4 chunks[kRowsPerWarp][kChunksPerLane];
 #pragma unroll
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize) gather_records_kern
 }
 
 template <class Codec, class Out>
-cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
+cudaError_t launch(const params::GatherParams& p, cudaStream_t stream) {
   constexpr std::int64_t kRowsPerBlock = kWarpsPerBlock * kRowsPerWarp;
   const auto blocks = static_cast<unsigned>((p.num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector = reinterpret_cast<std::uintptr_t>(p.kv_c_out) % 16 == 0 &&
@@ -156,12 +156,12 @@ cudaError_t launch(const kernels::GatherParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t gather_records(const kernels::GatherParams& p, cudaStream_t stream) {
+cudaError_t gather_records(const params::GatherParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
   if (codec::is_part_coded(p.format)) return gather_pages(p, stream);
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
-    return p.out_dtype == kernels::OutDtype::kFloat32 ? launch<Codec, float>(p, stream)
-                                                      : launch<Codec, std::uint16_t>(p, stream);
+    return p.out_dtype == params::OutDtype::kFloat32 ? launch<Codec, float>(p, stream)
+                                                     : launch<Codec, std::uint16_t>(p, stream);
   });
 }
 

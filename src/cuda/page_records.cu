@@ -15,34 +15,34 @@ namespace {
 constexpr int kThreadsPerBlock = 256;
 
 template <class Codec, codec::InputDtype kDtype>
-__global__ void write_pages_kernel(const kernels::WriteParams p) {
+__global__ void write_pages_kernel(const params::WriteParams p) {
   const std::int64_t job = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t token = job / Codec::kParts;
   if (token >= p.num_tokens) return;
   const std::int64_t slot = p.slot_mapping[token];
-  if (!kernels::slot_in_range(p.cache, slot)) return;
-  const kernels::PagePosition at = kernels::page_position(p.cache, slot);
+  if (!params::slot_in_range(p.cache, slot)) return;
+  const params::PagePosition at = params::page_position(p.cache, slot);
   // Rows are 4-byte aligned (validated): read as 16-bit values.
   const auto* nope = reinterpret_cast<const std::uint16_t*>(p.kv_c + token * p.kv_c_stride_bytes);
   const auto* rope = reinterpret_cast<const std::uint16_t*>(p.k_pe + token * p.k_pe_stride_bytes);
   Codec::template encode_part<kDtype>(
       static_cast<int>(job % Codec::kParts), nope, rope,
-      kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
-      kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset));
+      params::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
+      params::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset));
 }
 
 template <class Codec, class Out>
-__global__ void gather_pages_kernel(const kernels::GatherParams p) {
+__global__ void gather_pages_kernel(const params::GatherParams p) {
   const std::int64_t job = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t row = job / Codec::kParts;
   if (row >= p.num_rows) return;
   const int part = static_cast<int>(job % Codec::kParts);
   float values[Codec::kPartValues] = {};
-  const std::int64_t slot = kernels::row_slot(p.source, p.cache, row);
-  if (kernels::slot_in_range(p.cache, slot)) {
-    const kernels::PagePosition at = kernels::page_position(p.cache, slot);
-    Codec::decode_part(part, kernels::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
-                       kernels::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), values);
+  const std::int64_t slot = params::row_slot(p.source, p.cache, row);
+  if (params::slot_in_range(p.cache, slot)) {
+    const params::PagePosition at = params::page_position(p.cache, slot);
+    Codec::decode_part(part, params::field_address(p.cache, at, Codec::kDataRow.region, Codec::kDataRow.offset),
+                       params::field_address(p.cache, at, Codec::kScaleRow.region, Codec::kScaleRow.offset), values);
   }
   // Part p holds values [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
   const int start = part * Codec::kPartValues;
@@ -65,7 +65,7 @@ unsigned blocks_for(std::int64_t jobs) {
 
 }  // namespace
 
-cudaError_t write_pages(const kernels::WriteParams& p, cudaStream_t stream) {
+cudaError_t write_pages(const params::WriteParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return cudaSuccess;
   return codec::visit_part_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     const unsigned blocks = blocks_for(p.num_tokens * Codec::kParts);
@@ -78,11 +78,11 @@ cudaError_t write_pages(const kernels::WriteParams& p, cudaStream_t stream) {
   });
 }
 
-cudaError_t gather_pages(const kernels::GatherParams& p, cudaStream_t stream) {
+cudaError_t gather_pages(const params::GatherParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return cudaSuccess;
   return codec::visit_part_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     const unsigned blocks = blocks_for(p.num_rows * Codec::kParts);
-    if (p.out_dtype == kernels::OutDtype::kFloat32) {
+    if (p.out_dtype == params::OutDtype::kFloat32) {
       gather_pages_kernel<Codec, float><<<blocks, kThreadsPerBlock, 0, stream>>>(p);
     } else {
       gather_pages_kernel<Codec, std::uint16_t><<<blocks, kThreadsPerBlock, 0, stream>>>(p);

@@ -19,8 +19,8 @@
 #include "cuda/sparse_mla_decode_split_dims.cuh"
 #include "cuda/warp.cuh"
 #include "dispatch/visit_codec.h"
-#include "kernels/merge.h"
 #include "mlakv/vocabulary.h"
+#include "params/merge.h"
 
 namespace mlakv::cuda {
 namespace {
@@ -158,17 +158,17 @@ std::int64_t plan_workspace_bytes(const SplitPlan& plan, std::int64_t rows, std:
 //     registers and, after the whole warp has read the record, overwrites the
 //     row with bf16 values (invalid rows become zeros).
 template <class Codec, int kTokens>
-__device__ unsigned issue_tile_records(const kernels::SparseDecodeParams& p, std::uint16_t (*keys)[kKeyPitch],
+__device__ unsigned issue_tile_records(const params::SparseDecodeParams& p, std::uint16_t (*keys)[kKeyPitch],
                                        std::int64_t slot, int warp, int lane) {
   constexpr int kChunks = Codec::Spec::kRecordBytes / 16;
   static_assert(Codec::Spec::kRecordBytes <= kKeyPitch * 2, "a record is staged in its key row");
-  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokens && kernels::slot_in_range(p.cache, slot));
+  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokens && params::slot_in_range(p.cache, slot));
   const int first = warp * kTokens;
 #pragma unroll 1
   for (int t = 0; t < kTokens; ++t) {
     const std::int64_t s = __shfl_sync(0xFFFFFFFFu, slot, t);
     if ((valid >> t & 1u) == 0) continue;
-    const auto* src = reinterpret_cast<const uint4*>(kernels::record_address(p.cache, s));
+    const auto* src = reinterpret_cast<const uint4*>(params::record_address(p.cache, s));
     for (int c = lane; c < kChunks; c += kWarpSize) copy_async16(&keys[first + t][8 * c], src + c);
   }
   copy_async_commit();
@@ -207,7 +207,7 @@ __device__ void decode_tile_records(const codec::DecodeParams& params, std::uint
 
 // The slot lane l (< kTokens) of `warp` issues for the tile at `tile`, or -1.
 template <int kTokens>
-__device__ __forceinline__ std::int64_t tile_slot(const kernels::SparseDecodeParams& p, std::int64_t row,
+__device__ __forceinline__ std::int64_t tile_slot(const params::SparseDecodeParams& p, std::int64_t row,
                                                   std::int64_t tile, std::int64_t row_end, int warp, int lane) {
   const std::int64_t entry = tile + warp * kTokens + lane % kTokens;
   if (lane >= kTokens || entry >= row_end) return -1;
@@ -216,7 +216,7 @@ __device__ __forceinline__ std::int64_t tile_slot(const kernels::SparseDecodePar
 
 template <class Codec, int kGroups, bool kPartial>
 __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
-    sparse_decode_kernel(const kernels::SparseDecodeParams p, int tiles_per_split) {
+    sparse_decode_kernel(const params::SparseDecodeParams p, int tiles_per_split) {
   using Shape = BlockShape<kGroups>;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<SharedStorage<kGroups>*>(smem_raw);
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
   const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * Shape::kHeads;
   const int split = static_cast<int>(blockIdx.y);
-  const std::int64_t entries = kernels::row_entries(p, row);
+  const std::int64_t entries = params::row_entries(p, row);
   const std::int64_t begin = static_cast<std::int64_t>(split) * tiles_per_split * kTileTokens;
   const std::int64_t end =
       std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(tiles_per_split) * kTileTokens);
@@ -421,7 +421,7 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
 constexpr int kCombineBatch = 16;
 
 __global__ void __launch_bounds__(kCombineThreads)
-    combine_splits_kernel(const kernels::SparseDecodeParams p, int splits) {
+    combine_splits_kernel(const params::SparseDecodeParams p, int splits) {
   static_assert(kMaxSplits <= kCombineThreads, "a thread per split loads its lse");
   __shared__ float weight[kMaxSplits];
   __shared__ float warp_max[kCombineThreads / kWarpSize];
@@ -479,7 +479,7 @@ __global__ void __launch_bounds__(kCombineThreads)
 
 // Launches the merge of `splits` partials as a programmatic dependent of the
 // decode kernel just launched on `stream`.
-cudaError_t launch_combine(const kernels::SparseDecodeParams& p, int splits, cudaStream_t stream) {
+cudaError_t launch_combine(const params::SparseDecodeParams& p, int splits, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(p.rows * p.heads));
   config.blockDim = dim3(kCombineThreads);
@@ -507,7 +507,7 @@ cudaError_t allow_shared_storage(int device) {
 }
 
 template <class Codec, int kGroups>
-cudaError_t launch_shape(const kernels::SparseDecodeParams& p, const SplitPlan& plan, int device, cudaStream_t stream) {
+cudaError_t launch_shape(const params::SparseDecodeParams& p, const SplitPlan& plan, int device, cudaStream_t stream) {
   using Shape = BlockShape<kGroups>;
   const std::int64_t blocks_per_row = (p.heads + Shape::kHeads - 1) / Shape::kHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
@@ -537,7 +537,7 @@ cudaError_t allow_split_dims_storage(int device) {
 }
 
 template <class Codec, int kGroups>
-cudaError_t launch_split_dims(const kernels::SparseDecodeParams& p, const SplitPlan& plan, int device,
+cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPlan& plan, int device,
                               cudaStream_t stream) {
   constexpr int kHeads = 16 * kGroups;
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
@@ -557,7 +557,7 @@ cudaError_t launch_split_dims(const kernels::SparseDecodeParams& p, const SplitP
 }
 
 template <class Codec>
-cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
+cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
@@ -583,22 +583,20 @@ cudaError_t launch(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
   }
 }
 
-// One block per (row, head), over kernels/merge.h as the CPU merge.
-__global__ void __launch_bounds__(kCombineThreads) merge_kernel(const kernels::MergeParams p) {
+// One block per (row, head), over params/merge.h as the CPU merge.
+__global__ void __launch_bounds__(kCombineThreads) merge_kernel(const params::MergeParams p) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
-  const kernels::MergeWeights w =
-      kernels::merge_weights(kernels::lse_at(p.a, row, head), kernels::lse_at(p.b, row, head));
-  const std::int64_t a = kernels::out_offset(p.a, row, head);
-  const std::int64_t b = kernels::out_offset(p.b, row, head);
-  const std::int64_t out = kernels::out_offset(p.merged, row, head);
+  const params::MergeWeights w = params::merge_weights(params::lse_at(p.a, row, head), params::lse_at(p.b, row, head));
+  const std::int64_t a = params::out_offset(p.a, row, head);
+  const std::int64_t b = params::out_offset(p.b, row, head);
+  const std::int64_t out = params::out_offset(p.merged, row, head);
   for (std::int64_t d = threadIdx.x; d < p.width; d += kCombineThreads) {
-    kernels::store_state(
-        p, p.merged, out + d,
-        kernels::merged_value(w, kernels::load_state(p, p.a, a + d), kernels::load_state(p, p.b, b + d)));
+    params::store_state(p, p.merged, out + d,
+                        params::merged_value(w, params::load_state(p, p.a, a + d), params::load_state(p, p.b, b + d)));
   }
   __syncthreads();  // every thread read lse before it may be overwritten (lse may alias lse_a)
-  if (threadIdx.x == 0) kernels::lse_at(p.merged, row, head) = kernels::merged_lse(w);
+  if (threadIdx.x == 0) params::lse_at(p.merged, row, head) = params::merged_lse(w);
 }
 
 }  // namespace
@@ -613,12 +611,12 @@ std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads
   return bytes;
 }
 
-cudaError_t sparse_mla_decode(const kernels::SparseDecodeParams& p, cudaStream_t stream) {
+cudaError_t sparse_mla_decode(const params::SparseDecodeParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) { return launch<Codec>(p, stream); });
 }
 
-cudaError_t merge_attention_states(const kernels::MergeParams& p, cudaStream_t stream) {
+cudaError_t merge_attention_states(const params::MergeParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
   merge_kernel<<<static_cast<unsigned>(p.rows * p.heads), kCombineThreads, 0, stream>>>(p);
   return cudaGetLastError();

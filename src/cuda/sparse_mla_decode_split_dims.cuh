@@ -34,8 +34,8 @@
 #include "cuda/mma.cuh"
 #include "cuda/warp.cuh"
 #include "dispatch/visit_codec.h"
-#include "kernels/attention_params.h"
 #include "mlakv/vocabulary.h"
+#include "params/attention_params.h"
 
 namespace mlakv::cuda::split_dims {
 
@@ -77,20 +77,19 @@ __device__ const uint4 kZeroRecord[656 / 16] = {};
 
 /// The record of entry `entry` of `row`, or null past the block's range or
 /// for a slot that is negative or past capacity (never read).
-__device__ __forceinline__ const std::uint8_t* load_record_address(const kernels::SparseDecodeParams& p,
+__device__ __forceinline__ const std::uint8_t* load_record_address(const params::SparseDecodeParams& p,
                                                                    std::int64_t row, std::int64_t entry,
                                                                    std::int64_t end) {
   if (entry >= end) return nullptr;
   const std::int64_t slot = __ldg(p.indices + row * p.indices_stride_row + entry);
-  return kernels::slot_in_range(p.cache, slot) ? kernels::record_address(p.cache, slot) : nullptr;
+  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
 }
 
 /// The record addresses of tiles [first_tile, first_tile + kBatchTiles) a
 /// warp copies: lane 4 i + j holds token 4 warp + j of tile first_tile + i.
-__device__ __forceinline__ const std::uint8_t* load_address_batch(const kernels::SparseDecodeParams& p,
-                                                                  std::int64_t row, std::int64_t begin,
-                                                                  std::int64_t end, int first_tile, int warp,
-                                                                  int lane) {
+__device__ __forceinline__ const std::uint8_t* load_address_batch(const params::SparseDecodeParams& p, std::int64_t row,
+                                                                  std::int64_t begin, std::int64_t end, int first_tile,
+                                                                  int warp, int lane) {
   const std::int64_t entry = begin + static_cast<std::int64_t>(first_tile + lane / kWarpTokens) * kTileTokens +
                              kWarpTokens * warp + lane % kWarpTokens;
   return load_record_address(p, row, entry, end);
@@ -148,7 +147,7 @@ inline constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;
 
 template <class Codec, int kGroups, bool kPartial>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
-    sparse_decode_split_dims_kernel(const kernels::SparseDecodeParams p, int units_per_split) {
+    sparse_decode_split_dims_kernel(const params::SparseDecodeParams p, int units_per_split) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRing = kStages<kRecordBytes>;
   constexpr int kHeads = 16 * kGroups;
@@ -167,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
   const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * kHeads;
   const int split = static_cast<int>(blockIdx.y);
-  const std::int64_t entries = kernels::row_entries(p, row);
+  const std::int64_t entries = params::row_entries(p, row);
   const std::int64_t begin = static_cast<std::int64_t>(split) * units_per_split * 64;
   const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(units_per_split) * 64);
   const int tiles = end > begin ? static_cast<int>((end - begin + kTileTokens - 1) / kTileTokens) : 0;

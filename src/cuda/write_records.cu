@@ -94,7 +94,7 @@ constexpr bool kCapForManyTokens =
 
 template <class Codec, codec::InputDtype kDtype, int kLoadBytes, int kMinBlocks>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(kMinBlocks))
-    write_records_kernel(const kernels::WriteParams p) {
+    write_records_kernel(const params::WriteParams p) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   __shared__ SmemRecord<kRecordBytes> smem_records[kWarpsPerBlock];
   const int warp = static_cast<int>(threadIdx.x / kWarpSize);  // unsigned: a shift, not a signed division
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
       load_lane<kLoadBytes>(p.kv_c + token * p.kv_c_stride_bytes, p.k_pe + token * p.k_pe_stride_bytes, lane, in);
   codec::EncodeParams params = p.encode;
   if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-  if (!once_arrived(kernels::slot_in_range(p.cache, slot), arrived)) return;  // warp-uniform
+  if (!once_arrived(params::slot_in_range(p.cache, slot), arrived)) return;  // warp-uniform
 
   codec::LaneAmax amax = Codec::template lane_amax<kDtype>(in);
   if constexpr (Codec::kLatentAmaxLanes == kWarpSize) {
@@ -120,17 +120,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize, blocks_per_sm_here(
   if constexpr (Codec::kRopeAmax) amax.rope = warp_amax(amax.rope);
 
   if constexpr (kStoreInPlace<Codec>) {
-    Codec::template encode_lane<kDtype>(lane, amax, in, params, kernels::record_address(p.cache, slot));
+    Codec::template encode_lane<kDtype>(lane, amax, in, params, params::record_address(p.cache, slot));
   } else {
     std::uint8_t* smem_record = smem_records[warp].bytes;
     Codec::template encode_lane<kDtype>(lane, amax, in, params, smem_record);
     __syncwarp();
-    warp_copy16<kRecordBytes>(kernels::record_address(p.cache, slot), smem_record, lane);
+    warp_copy16<kRecordBytes>(params::record_address(p.cache, slot), smem_record, lane);
   }
 }
 
 template <class Codec, codec::InputDtype kDtype, int kMinBlocks>
-cudaError_t launch_kernel(const kernels::WriteParams& p, cudaStream_t stream) {
+cudaError_t launch_kernel(const params::WriteParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const bool rows16 = reinterpret_cast<std::uintptr_t>(p.kv_c) % 16 == 0 && p.kv_c_stride_bytes % 16 == 0;
   if (rows16) {
@@ -142,7 +142,7 @@ cudaError_t launch_kernel(const kernels::WriteParams& p, cudaStream_t stream) {
 }
 
 template <class Codec, codec::InputDtype kDtype>
-cudaError_t launch(const kernels::WriteParams& p, cudaStream_t stream) {
+cudaError_t launch(const params::WriteParams& p, cudaStream_t stream) {
   if constexpr (kCapForManyTokens<Codec>) {
     if (p.num_tokens >= kManyTokens) return launch_kernel<Codec, kDtype, kManyTokensBlocksPerSm>(p, stream);
   }
@@ -151,7 +151,7 @@ cudaError_t launch(const kernels::WriteParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t write_records(const kernels::WriteParams& p, cudaStream_t stream) {
+cudaError_t write_records(const params::WriteParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return cudaSuccess;
   if (codec::is_part_coded(p.format)) return write_pages(p, stream);
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {

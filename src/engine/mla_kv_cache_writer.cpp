@@ -8,7 +8,7 @@
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
-#include "mlakv/kv_cache.h"
+#include "mlakv/writers.h"
 
 namespace mlakv::engine {
 namespace {

@@ -206,6 +206,18 @@ def test_gather_records_round_trips_and_zeros_negative_slots(fmt):
     assert np.sqrt(((pe_out[[0, 2]] - ref_pe) ** 2).sum() / (ref_pe**2).sum()) <= max(tolerance, 0.05)
 
 
+def test_both_readers_default_to_float32_and_give_bf16_on_request(bf16_inputs):
+    kv_c, k_pe = bf16_inputs
+    cache = write("fp8_ds_mla", kv_c, k_pe, np.arange(len(kv_c), dtype=np.int64), block_size=16)
+    table, lens, cu = np.array([[0]], np.int32), np.array([3], np.int32), np.array([0, 3], np.int32)
+    kv_out, pe_out = mlakv.gather_records("fp8_ds_mla", cache, np.arange(3))
+    paged = mlakv.gather_records_paged("fp8_ds_mla", cache, table, lens, cu)
+    assert kv_out.dtype == pe_out.dtype == paged.dtype == np.float32
+    np.testing.assert_array_equal(paged, np.concatenate([kv_out, pe_out], axis=1))
+    kv_bf16, _ = mlakv.gather_records("fp8_ds_mla", cache, np.arange(3), dtype="bf16")
+    assert kv_bf16.dtype == mlakv.gather_records_paged("fp8_ds_mla", cache, table, lens, cu, dtype="bf16").dtype == BF16
+
+
 def test_fp16_inputs_are_accepted(bf16_inputs):
     kv_c, k_pe = random_inputs(4, np.float16, seed=5)
     cache = write("nvfp4_ds_mla_fp8_rope", kv_c, k_pe, np.arange(4, dtype=np.int64))

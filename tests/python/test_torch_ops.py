@@ -327,6 +327,18 @@ def test_fake_outputs_have_the_real_shapes():
         assert out.shape == (3, 32, 512) and out.dtype == torch.bfloat16 and lse.shape == (3, 32)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_both_reader_ops_default_to_float32(device):
+    _, _, cache, slots = written("fp8_ds_mla", 8, device)
+    i32 = {"dtype": torch.int32, "device": device}
+    kv, pe = ops.gather_records("fp8_ds_mla", cache, slots)
+    paged = ops.gather_records_paged(
+        "fp8_ds_mla", cache, torch.tensor([[0]], **i32), torch.tensor([8], **i32), torch.tensor([0, 8], **i32), 8
+    )
+    assert kv.dtype == pe.dtype == paged.dtype == torch.float32
+    assert torch.equal(paged, torch.cat([kv, pe], dim=1))
+
+
 def pipeline(fmt: str):
     def run(kv_c, k_pe, cache, slots, q, idx):
         ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, fmt, None)

@@ -10,8 +10,8 @@
 
 #include "device_buffer.h"
 #include "mlakv/attention.h"
-#include "mlakv/kv_cache.h"
 #include "mlakv/readers.h"
+#include "mlakv/writers.h"
 #include "timing.h"
 
 namespace mlakv::tool {

@@ -13,8 +13,8 @@
 #include "device_buffer.h"
 #include "measure.h"
 #include "mlakv/formats.h"
-#include "mlakv/kv_cache.h"
 #include "mlakv/readers.h"
+#include "mlakv/writers.h"
 #include "report_options.h"
 #include "synthetic.h"
 

@@ -7,11 +7,11 @@
 #include <random>
 #include <vector>
 
-#include "kernels/params.h"
+#include "params/params.h"
 
 namespace {
 
-using mlakv::kernels::BlockDivider;
+using mlakv::params::BlockDivider;
 
 std::vector<std::uint32_t> interesting_numerators(std::uint32_t d) {
   std::vector<std::uint32_t> n = {0u, 1u, d - 1u, d, d + 1u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu};
@@ -68,38 +68,38 @@ TEST(block_divider, a_sweep_of_numerators_for_typical_block_sizes) {
 
 TEST(cache_layout, record_address_uses_block_and_position_of_the_slot) {
   std::vector<std::uint8_t> bytes(1);
-  const auto layout = mlakv::kernels::make_cache_layout(bytes.data(), 48, 48 * 1000, 100000, 400);
+  const auto layout = mlakv::params::make_cache_layout(bytes.data(), 48, 48 * 1000, 100000, 400);
   for (const std::int64_t slot : {0ll, 1ll, 47ll, 48ll, 49ll, 47999ll}) {
     const std::int64_t want = (slot / 48) * 100000 + (slot % 48) * 400;
-    EXPECT_EQ(mlakv::kernels::record_address(layout, slot) - bytes.data(), want) << slot;
+    EXPECT_EQ(mlakv::params::record_address(layout, slot) - bytes.data(), want) << slot;
   }
   // Past 2^32 slots the 64-bit division is used.
-  const auto big = mlakv::kernels::make_cache_layout(bytes.data(), 48, 48ll << 27, 100000, 400);
+  const auto big = mlakv::params::make_cache_layout(bytes.data(), 48, 48ll << 27, 100000, 400);
   const std::int64_t slot = (48ll << 27) - 5;
-  EXPECT_EQ(mlakv::kernels::record_address(big, slot) - bytes.data(), (slot / 48) * 100000 + (slot % 48) * 400);
+  EXPECT_EQ(mlakv::params::record_address(big, slot) - bytes.data(), (slot / 48) * 100000 + (slot % 48) * 400);
 }
 
 TEST(cache_layout, block_planar_rows_sit_region_after_region_in_their_page) {
   std::vector<std::uint8_t> bytes(10 * 37440);
   // DeepSeek V4's page of 64 tokens: 64 data rows of 576 B, 64 scale rows of 8 B, padded to 65 x 576.
   const auto rows = mlakv::format::page_rows(mlakv::format::PageKind::kBlockPlanar, 64, 584, 576, 8);
-  const auto layout = mlakv::kernels::make_cache_layout(bytes.data(), 64, 640, 37440, 584, &rows);
+  const auto layout = mlakv::params::make_cache_layout(bytes.data(), 64, 640, 37440, 584, &rows);
   for (const std::int64_t slot : {0ll, 5ll, 63ll, 64ll, 3 * 64 + 5ll, 639ll}) {
-    const auto at = mlakv::kernels::page_position(layout, slot);
+    const auto at = mlakv::params::page_position(layout, slot);
     EXPECT_EQ(at.page, slot / 64);
     EXPECT_EQ(at.token, slot % 64);
-    EXPECT_EQ(mlakv::kernels::record_address(layout, slot) - bytes.data(), (slot / 64) * 37440 + (slot % 64) * 576);
-    EXPECT_EQ(mlakv::kernels::field_address(layout, at, mlakv::format::kScaleRegion, 7) - bytes.data(),
+    EXPECT_EQ(mlakv::params::record_address(layout, slot) - bytes.data(), (slot / 64) * 37440 + (slot % 64) * 576);
+    EXPECT_EQ(mlakv::params::field_address(layout, at, mlakv::format::kScaleRegion, 7) - bytes.data(),
               (slot / 64) * 37440 + 64 * 576 + (slot % 64) * 8 + 7);
   }
 }
 
 TEST(cache_layout, token_major_rows_ignore_the_scale_region) {
   std::vector<std::uint8_t> bytes(1);
-  const auto layout = mlakv::kernels::make_cache_layout(bytes.data(), 48, 48 * 1000, 100000, 400);
+  const auto layout = mlakv::params::make_cache_layout(bytes.data(), 48, 48 * 1000, 100000, 400);
   EXPECT_EQ(layout.rows.data_row_stride, 400);
-  const auto at = mlakv::kernels::page_position(layout, 50);
-  EXPECT_EQ(mlakv::kernels::field_address(layout, at, mlakv::format::kDataRegion, 17) - bytes.data(),
+  const auto at = mlakv::params::page_position(layout, 50);
+  EXPECT_EQ(mlakv::params::field_address(layout, at, mlakv::format::kDataRegion, 17) - bytes.data(),
             100000 + 2 * 400 + 17);
 }
 

@@ -8,10 +8,10 @@
 #include <cstdint>
 
 #include "codec/element.h"
-#include "kernels/attention_params.h"
-#include "kernels/merge.h"
+#include "params/attention_params.h"
+#include "params/merge.h"
 
-namespace mlakv::kernels {
+namespace mlakv::params {
 
 struct LocalSlotsParams {
   const std::int32_t* indices;  // [R, K] token positions
@@ -115,4 +115,4 @@ MLAKV_HD void merge_dims(const StackedMergeParams& p, std::int64_t row, std::int
 
 MLAKV_HD float merged_lse(float max_lse, float sum) { return sum > 0.0f ? max_lse + logf(sum) : -INFINITY; }
 
-}  // namespace mlakv::kernels
+}  // namespace mlakv::params

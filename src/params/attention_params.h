@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "kernels/params.h"
+#include "params/params.h"
 
-namespace mlakv::kernels {
+namespace mlakv::params {
 
 struct SparseDecodeParams {
   Format format;
@@ -61,4 +61,4 @@ struct MergeParams {
   AttentionState merged;
 };
 
-}  // namespace mlakv::kernels
+}  // namespace mlakv::params

@@ -9,9 +9,9 @@
 #include <cstdint>
 
 #include "codec/element.h"
-#include "kernels/attention_params.h"
+#include "params/attention_params.h"
 
-namespace mlakv::kernels {
+namespace mlakv::params {
 
 struct MergeWeights {
   float a;
@@ -59,4 +59,4 @@ MLAKV_HD void store_state(const MergeParams& p, const AttentionState& s, std::in
   }
 }
 
-}  // namespace mlakv::kernels
+}  // namespace mlakv::params

@@ -10,7 +10,7 @@
 #include "format/page.h"
 #include "mlakv/vocabulary.h"
 
-namespace mlakv::kernels {
+namespace mlakv::params {
 
 /// Unsigned 32-bit division by a divisor fixed when the cache is validated:
 /// n / d = (t + ((n - t) >> shift1)) >> shift2 with t = umulhi(multiplier, n)
@@ -161,4 +161,4 @@ struct GatherParams {
   const float* k_scale_device;  // when set (CUDA), replaces decode.k_scale
 };
 
-}  // namespace mlakv::kernels
+}  // namespace mlakv::params
