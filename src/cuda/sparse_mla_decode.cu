@@ -9,13 +9,12 @@
 // over several blocks when the caller gives a workspace; a second kernel
 // merges the splits by their lse.
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cmath>
 
 #include "cuda/attention_result.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/mma.cuh"
+#include "cuda/per_device.h"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
 #include "cuda/warp.cuh"
 #include "dispatch/visit_codec.h"
@@ -496,13 +495,13 @@ cudaError_t launch_combine(const params::SparseDecodeParams& p, int splits, cuda
 // (a launch-time call would cost host time on every decode step).
 template <class Codec, int kGroups, bool kPartial>
 cudaError_t allow_shared_storage(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::array<std::atomic<bool>, kMaxDevices> allowed{};
-  if (device >= 0 && device < kMaxDevices && allowed[device].load(std::memory_order_relaxed)) return cudaSuccess;
-  const cudaError_t status =
-      cudaFuncSetAttribute(sparse_decode_kernel<Codec, kGroups, kPartial>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           sizeof(SharedStorage<kGroups>));
-  if (status == cudaSuccess && device >= 0 && device < kMaxDevices) allowed[device].store(true);
+  static PerDevice allowed;
+  cudaError_t status = cudaSuccess;
+  allowed.get(device, [&] {
+    status = cudaFuncSetAttribute(sparse_decode_kernel<Codec, kGroups, kPartial>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(SharedStorage<kGroups>));
+    return status == cudaSuccess ? 1 : 0;
+  });
   return status;
 }
 
@@ -526,13 +525,14 @@ cudaError_t launch_shape(const params::SparseDecodeParams& p, const SplitPlan& p
 
 template <class Codec, int kGroups, bool kPartial>
 cudaError_t allow_split_dims_storage(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::array<std::atomic<bool>, kMaxDevices> allowed{};
-  if (device >= 0 && device < kMaxDevices && allowed[device].load(std::memory_order_relaxed)) return cudaSuccess;
-  const cudaError_t status = cudaFuncSetAttribute(split_dims::sparse_decode_split_dims_kernel<Codec, kGroups, kPartial>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>));
-  if (status == cudaSuccess && device >= 0 && device < kMaxDevices) allowed[device].store(true);
+  static PerDevice allowed;
+  cudaError_t status = cudaSuccess;
+  allowed.get(device, [&] {
+    status = cudaFuncSetAttribute(split_dims::sparse_decode_split_dims_kernel<Codec, kGroups, kPartial>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>));
+    return status == cudaSuccess ? 1 : 0;
+  });
   return status;
 }
 

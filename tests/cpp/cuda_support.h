@@ -11,6 +11,7 @@
 
 #include "mlakv/formats.h"
 #include "mlakv/tensor_view.h"
+#include "mlakv_support/device_buffer.h"
 
 namespace mlakv::test {
 
@@ -29,38 +30,9 @@ inline bool cuda_device_present() {
 
 #define MLAKV_CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 
-/// Device memory holding a copy of a host vector (or `bytes` of fill).
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&ptr_, bytes > 0 ? bytes : 16) != cudaSuccess) ptr_ = nullptr;
-  }
-  template <class T>
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
-    if (ptr_ != nullptr && bytes_ > 0) cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }
-
-  template <class T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
-  bool ok() const { return ptr_ != nullptr; }
-
-  template <class T>
-  std::vector<T> download() const {
-    std::vector<T> host(bytes_ / sizeof(T));
-    cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost);
-    return host;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_;
-};
+/// Device memory holding a copy of a host vector (or `bytes` of fill): the
+/// one buffer class of the tests, the tool and the benchmark.
+using support::DeviceBuffer;
 
 #ifdef __CUDACC__
 /// Adds each running lane's `n` to *checked, one atomic per warp (1-D

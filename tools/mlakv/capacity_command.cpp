@@ -9,11 +9,13 @@
 
 #include "capacity.h"
 #include "commands.h"
-#include "json_text.h"
 #include "mlakv/formats.h"
+#include "mlakv_support/json_text.h"
 #include "report_options.h"
 
 namespace mlakv::tool {
+using support::json_number;
+using support::json_string;
 namespace {
 
 void run_capacity(const ModelOptions& model, bool json) {

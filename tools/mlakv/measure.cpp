@@ -8,13 +8,14 @@
 #include <numeric>
 #include <random>
 
-#include "device_buffer.h"
 #include "mlakv/attention.h"
 #include "mlakv/readers.h"
 #include "mlakv/writers.h"
+#include "mlakv_support/device_buffer.h"
 #include "timing.h"
 
 namespace mlakv::tool {
+using support::DeviceBuffer;
 namespace {
 
 constexpr std::int64_t kBlockSize = 64;
@@ -109,19 +110,19 @@ struct Measurement::Buffers {
         queries(qs),
         tokens(b.tokens),
         num_blocks((b.tokens + kBlockSize - 1) / kBlockSize),
-        kv_bf16(d, b.kv_c.data(), b.kv_c.size() * 2),
-        pe_bf16(d, b.k_pe.data(), b.k_pe.size() * 2),
-        kv_fp16(d, f.kv_c.data(), f.kv_c.size() * 2),
-        pe_fp16(d, f.k_pe.data(), f.k_pe.size() * 2),
-        slots(d, s.data(), s.size() * sizeof(std::int64_t)),
-        cache(d, nullptr, static_cast<std::size_t>(num_blocks * kBlockSize * format_info(Format::kBf16).record_bytes)),
-        kv_out(d, nullptr, static_cast<std::size_t>(b.tokens) * kLatent * sizeof(float)),
-        pe_out(d, nullptr, static_cast<std::size_t>(b.tokens) * kRope * sizeof(float)),
-        rows(d, nullptr, static_cast<std::size_t>(b.tokens) * kKey * 2),
-        q(d, qs.q.data(), qs.q.size() * 2),
-        indices(d, qs.indices.data(), qs.indices.size() * sizeof(std::int32_t)),
-        out(d, nullptr, static_cast<std::size_t>(qs.rows * qs.heads * kValueDim * 2)),
-        lse(d, nullptr, static_cast<std::size_t>(qs.rows * qs.heads * sizeof(float))) {}
+        kv_bf16(d, b.kv_c.size() * 2, b.kv_c.data()),
+        pe_bf16(d, b.k_pe.size() * 2, b.k_pe.data()),
+        kv_fp16(d, f.kv_c.size() * 2, f.kv_c.data()),
+        pe_fp16(d, f.k_pe.size() * 2, f.k_pe.data()),
+        slots(d, s.size() * sizeof(std::int64_t), s.data()),
+        cache(d, static_cast<std::size_t>(num_blocks * kBlockSize * format_info(Format::kBf16).record_bytes)),
+        kv_out(d, static_cast<std::size_t>(b.tokens) * kLatent * sizeof(float)),
+        pe_out(d, static_cast<std::size_t>(b.tokens) * kRope * sizeof(float)),
+        rows(d, static_cast<std::size_t>(b.tokens) * kKey * 2),
+        q(d, qs.q.size() * 2, qs.q.data()),
+        indices(d, qs.indices.size() * sizeof(std::int32_t), qs.indices.data()),
+        out(d, static_cast<std::size_t>(qs.rows * qs.heads * kValueDim * 2)),
+        lse(d, static_cast<std::size_t>(qs.rows * qs.heads * sizeof(float))) {}
 
   TensorView on(const DeviceBuffer& buffer, TensorView view) const {
     view.data = buffer.data();

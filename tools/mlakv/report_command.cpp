@@ -17,12 +17,12 @@
 
 #include "capacity.h"
 #include "commands.h"
-#include "device_buffer.h"
-#include "json_text.h"
+#include "device_flag.h"
 #include "measure.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/vocabulary.h"
+#include "mlakv_support/json_text.h"
 #include "npy.h"
 #include "progress.h"
 #include "report_options.h"
@@ -31,6 +31,8 @@
 #include "synthetic.h"
 
 namespace mlakv::tool {
+using support::json_number;
+using support::json_string;
 namespace {
 
 constexpr std::int64_t kTopk = 2048;  // tokens an indexer selects per query (DeepSeek-V3.2)

@@ -10,15 +10,17 @@
 #include <vector>
 
 #include "commands.h"
-#include "device_buffer.h"
+#include "device_flag.h"
 #include "measure.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
 #include "mlakv/writers.h"
+#include "mlakv_support/device_buffer.h"
 #include "report_options.h"
 #include "synthetic.h"
 
 namespace mlakv::tool {
+using support::DeviceBuffer;
 namespace {
 
 struct RoundtripOptions {
@@ -43,7 +45,7 @@ void run_roundtrip(const RoundtripOptions& options) {
     view.device = device;
     return view;
   };
-  DeviceBuffer slot_buffer(device, slots.data(), slots.size() * sizeof(std::int64_t));
+  DeviceBuffer slot_buffer(device, slots.size() * sizeof(std::int64_t), slots.data());
   const TensorView slot_view = on(slot_buffer, make_view(nullptr, DType::kInt64, {tokens}));
 
   fmt::print("round trip of {} synthetic tokens (seed {}) through every 512 + 64 format, {} backend\n", tokens,
@@ -54,11 +56,11 @@ void run_roundtrip(const RoundtripOptions& options) {
   for (const FormatInfo& info : formats()) {
     if (info.geometry.nope_dims != kLatentDim) continue;  // 512 + 64 token-major formats only
     const Activations& a = info.policy.input_dtype == DType::kFloat16 ? fp16 : bf16;
-    DeviceBuffer kv_buffer(device, a.kv_c.data(), a.kv_c.size() * 2);
-    DeviceBuffer pe_buffer(device, a.k_pe.data(), a.k_pe.size() * 2);
-    DeviceBuffer cache(device, nullptr, static_cast<std::size_t>(num_blocks * kBlockSize * info.record_bytes));
-    DeviceBuffer kv_out(device, nullptr, a.kv_c_f32.size() * sizeof(float));
-    DeviceBuffer pe_out(device, nullptr, a.k_pe_f32.size() * sizeof(float));
+    DeviceBuffer kv_buffer(device, a.kv_c.size() * 2, a.kv_c.data());
+    DeviceBuffer pe_buffer(device, a.k_pe.size() * 2, a.k_pe.data());
+    DeviceBuffer cache(device, static_cast<std::size_t>(num_blocks * kBlockSize * info.record_bytes));
+    DeviceBuffer kv_out(device, a.kv_c_f32.size() * sizeof(float));
+    DeviceBuffer pe_out(device, a.k_pe_f32.size() * sizeof(float));
     const TensorView cache_view =
         on(cache, make_view(nullptr, DType::kUInt8, {num_blocks, kBlockSize, info.record_bytes}));
     write_records(info.format, on(kv_buffer, make_view(nullptr, a.dtype, {tokens, kLatentDim})),

@@ -5,13 +5,14 @@
 #include <chrono>
 #include <vector>
 
-#include "device_buffer.h"
 #include "mlakv/error.h"
+#include "mlakv_support/device_buffer.h"
 #if MLAKV_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace mlakv::tool {
+using support::DeviceBuffer;
 namespace {
 
 double median(std::vector<double> v) {
@@ -54,8 +55,8 @@ double median_us(Device device, int repeats, const std::function<void()>& run) {
 
 double copy_us(Device device, std::size_t bytes, int repeats) {
   const std::size_t half = std::max<std::size_t>(16, bytes / 2);
-  DeviceBuffer src(device, nullptr, half);
-  DeviceBuffer dst(device, nullptr, half);
+  DeviceBuffer src(device, half);
+  DeviceBuffer dst(device, half);
   return median_us(device, repeats, [&] {
 #if MLAKV_WITH_CUDA
     cudaMemcpyAsync(dst.data(), src.data(), half, cudaMemcpyDeviceToDevice, nullptr);
