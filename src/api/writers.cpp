@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The public writers and readers: resolve the format, validate, run the backend
-// of the arrays' device.
+// The public writers: resolve the format, validate, run the backend of the
+// arrays' device.
+#include "mlakv/writers.h"
+
 #include <string>
 
 #include "api/dispatch.h"
@@ -8,8 +10,6 @@
 #include "api/validate.h"
 #include "cpu/cpu_backend.h"
 #include "mlakv/checks.h"
-#include "mlakv/readers.h"
-#include "mlakv/writers.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -17,38 +17,17 @@
 namespace mlakv {
 namespace {
 
-void run_cpu(const params::WriteParams& params) { cpu::write_records(params); }
-void run_cpu(const params::GatherParams& params) { cpu::gather_records(params); }
-#if MLAKV_WITH_CUDA
-cudaError_t run_cuda(const params::WriteParams& params, StreamHandle stream) {
-  return cuda::write_records(params, stream);
-}
-cudaError_t run_cuda(const params::GatherParams& params, StreamHandle stream) {
-  return cuda::gather_records(params, stream);
-}
-#endif
-
-// Runs validated params on the backend of the arrays' device; `items` = 0 is a no-op.
-template <class Params>
-void run(const api::Check& check, const Params& params, std::int64_t items, const Device& device, StreamHandle stream) {
-  if (items == 0) return;
+// Runs validated params on the backend of the arrays' device; no tokens is a no-op.
+void run_write(const api::Check& check, const params::WriteParams& params, const Device& device, StreamHandle stream) {
+  if (params.num_tokens == 0) return;
 #if MLAKV_WITH_CUDA
   api::run_on_device(
-      check, device, [&] { run_cpu(params); }, [&] { return run_cuda(params, stream); });
+      check, device, [&] { cpu::write_records(params); }, [&] { return cuda::write_records(params, stream); });
 #else
   (void)stream;
   api::run_on_device(
-      check, device, [&] { run_cpu(params); }, [] { return 0; });
+      check, device, [&] { cpu::write_records(params); }, [] { return 0; });
 #endif
-}
-
-void run_write(const api::Check& check, const params::WriteParams& params, const Device& device, StreamHandle stream) {
-  run(check, params, params.num_tokens, device, stream);
-}
-
-void run_gather(const api::Check& check, const params::GatherParams& params, const Device& device,
-                StreamHandle stream) {
-  run(check, params, params.num_rows, device, stream);
 }
 
 // Each entry point's checks: the format it writes and the params of its views.
@@ -116,37 +95,6 @@ void check_concat_and_cache_nvfp4_mla_fp8_rope(const TensorView& kv_c, const Ten
                                                const TensorView& kv_cache, const TensorView& slot_mapping,
                                                const TensorView* scale, bool per_token_scale) {
   (void)compact_write(kv_c, k_pe, kv_cache, slot_mapping, scale, per_token_scale);
-}
-
-void gather_records(Format format, const TensorView& kv_cache, const TensorView& slots, const TensorView& kv_c_out,
-                    const TensorView& k_pe_out, const GatherOptions& options, StreamHandle stream) {
-  const api::Check check("gather_records", format_info(format).id);
-  run_gather(check, api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options), kv_cache.device,
-             stream);
-}
-
-void check_gather_records(Format format, const TensorView& kv_cache, const TensorView& slots,
-                          const TensorView& kv_c_out, const TensorView& k_pe_out, const GatherOptions& options) {
-  const api::Check check("gather_records", format_info(format).id);
-  (void)api::validate_gather(check, format, kv_cache, slots, kv_c_out, k_pe_out, options);
-}
-
-void gather_records_paged(Format format, const TensorView& kv_cache, const TensorView& block_table,
-                          const TensorView& seq_lens, const TensorView& cu_seq_lens, const TensorView& kv_c_out,
-                          const TensorView& k_pe_out, const GatherOptions& options, StreamHandle stream) {
-  const api::Check check("gather_records_paged", format_info(format).id);
-  run_gather(check,
-             api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out, k_pe_out,
-                                        options),
-             kv_cache.device, stream);
-}
-
-void check_gather_records_paged(Format format, const TensorView& kv_cache, const TensorView& block_table,
-                                const TensorView& seq_lens, const TensorView& cu_seq_lens, const TensorView& kv_c_out,
-                                const TensorView& k_pe_out, const GatherOptions& options) {
-  const api::Check check("gather_records_paged", format_info(format).id);
-  (void)api::validate_gather_paged(check, format, kv_cache, block_table, seq_lens, cu_seq_lens, kv_c_out, k_pe_out,
-                                   options);
 }
 
 }  // namespace mlakv
