@@ -13,7 +13,8 @@ void dcp_local_slots(const params::LocalSlotsParams& p) {
   parallel_for(p.rows, [&p](std::int64_t r) {
     const std::int32_t req = p.req_id[r];
     for (std::int64_t k = 0; k < p.topk; ++k) {
-      p.local_slots[r * p.local_stride_row + k] = params::local_slot(p, req, p.indices[r * p.indices_stride_row + k]);
+      p.local_slots[r * p.local_stride_row_elems + k] =
+          params::local_slot(p, req, p.indices[r * p.indices_stride_row_elems + k]);
     }
   });
 }

@@ -19,8 +19,8 @@ __global__ void dcp_local_slots_kernel(const params::LocalSlotsParams p) {
   if (i >= p.rows * p.topk) return;
   const std::int64_t r = i / p.topk;
   const std::int64_t k = i % p.topk;
-  p.local_slots[r * p.local_stride_row + k] =
-      params::local_slot(p, p.req_id[r], p.indices[r * p.indices_stride_row + k]);
+  p.local_slots[r * p.local_stride_row_elems + k] =
+      params::local_slot(p, p.req_id[r], p.indices[r * p.indices_stride_row_elems + k]);
 }
 
 __global__ void __launch_bounds__(kMergeWarps* kWarpSize) merge_stacked_kernel(const params::StackedMergeParams p) {

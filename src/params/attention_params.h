@@ -9,6 +9,8 @@
 
 namespace mlakv::params {
 
+// Its strides are in elements too; their names carry no unit yet (the decode
+// kernels that read them are rewritten under their own issue).
 struct SparseDecodeParams {
   Format format;
   CacheLayout cache;
@@ -44,11 +46,11 @@ MLAKV_HD std::int64_t row_entries(const SparseDecodeParams& p, std::int64_t row)
 /// One [R, H, width] array and its [R, H] lse: a side of a merge.
 struct AttentionState {
   void* out;
-  std::int64_t out_stride_row;
-  std::int64_t out_stride_head;
+  std::int64_t out_stride_row_elems;
+  std::int64_t out_stride_head_elems;
   float* lse;
-  std::int64_t lse_stride_row;
-  std::int64_t lse_stride_head;
+  std::int64_t lse_stride_row_elems;
+  std::int64_t lse_stride_head_elems;
 };
 
 struct MergeParams {

@@ -15,14 +15,14 @@ namespace mlakv::params {
 
 struct LocalSlotsParams {
   const std::int32_t* indices;  // [R, K] token positions
-  std::int64_t indices_stride_row;
+  std::int64_t indices_stride_row_elems;
   const std::int32_t* req_id;       // [R]
   const std::int32_t* block_table;  // [num_reqs, max_blocks]
-  std::int64_t table_stride_row;
+  std::int64_t table_stride_row_elems;
   std::int64_t num_reqs;
   std::int64_t max_blocks;
   std::int32_t* local_slots;  // [R, K]
-  std::int64_t local_stride_row;
+  std::int64_t local_stride_row_elems;
   std::int64_t rows;
   std::int64_t topk;
   std::int64_t world_size;
@@ -40,7 +40,7 @@ MLAKV_HD std::int32_t local_slot(const LocalSlotsParams& p, std::int32_t req, st
   if (block >= p.max_blocks) return -1;
   const std::int64_t v = position - block * virtual_block;
   if ((v / p.interleave) % p.world_size != p.rank) return -1;
-  const std::int64_t id = p.block_table[req * p.table_stride_row + block];
+  const std::int64_t id = p.block_table[req * p.table_stride_row_elems + block];
   if (id < 0) return -1;
   const std::int64_t slot = id * p.block_size + (v / (p.interleave * p.world_size)) * p.interleave + v % p.interleave;
   return slot > INT32_MAX ? -1 : static_cast<std::int32_t>(slot);
@@ -56,18 +56,18 @@ struct StackedMergeParams {
   std::int64_t heads;
   std::int64_t width;
   const void* outs;  // [N, R, H, D]
-  std::int64_t outs_stride_part;
-  std::int64_t outs_stride_row;
-  std::int64_t outs_stride_head;
+  std::int64_t outs_stride_part_elems;
+  std::int64_t outs_stride_row_elems;
+  std::int64_t outs_stride_head_elems;
   const float* lses;  // [N, R, H]
-  std::int64_t lses_stride_part;
-  std::int64_t lses_stride_row;
-  std::int64_t lses_stride_head;
+  std::int64_t lses_stride_part_elems;
+  std::int64_t lses_stride_row_elems;
+  std::int64_t lses_stride_head_elems;
   AttentionState merged;  // [R, H, D] and [R, H]
 };
 
 MLAKV_HD float stacked_lse(const StackedMergeParams& p, std::int64_t part, std::int64_t row, std::int64_t head) {
-  return p.lses[part * p.lses_stride_part + row * p.lses_stride_row + head * p.lses_stride_head];
+  return p.lses[part * p.lses_stride_part_elems + row * p.lses_stride_row_elems + head * p.lses_stride_head_elems];
 }
 
 /// The largest lse of (row, head) over the N partials (-inf when all are).
@@ -101,13 +101,13 @@ MLAKV_HD void store_merged(const StackedMergeParams& p, std::int64_t offset, flo
 /// A weight of 0 skips its partial (its out may hold anything, NaN included).
 MLAKV_HD void merge_dims(const StackedMergeParams& p, std::int64_t row, std::int64_t head, const float* weights,
                          float sum, std::int64_t d0, std::int64_t d1, std::int64_t step) {
-  const std::int64_t out = row * p.merged.out_stride_row + head * p.merged.out_stride_head;
-  const std::int64_t in = row * p.outs_stride_row + head * p.outs_stride_head;
+  const std::int64_t out = row * p.merged.out_stride_row_elems + head * p.merged.out_stride_head_elems;
+  const std::int64_t in = row * p.outs_stride_row_elems + head * p.outs_stride_head_elems;
   for (std::int64_t d = d0; d < d1; d += step) {
     float acc = 0.0f;
     for (std::int64_t n = 0; n < p.parts; ++n) {
       const float w = weights[n];
-      if (w > 0.0f) acc += w * load_stacked(p, n * p.outs_stride_part + in + d);
+      if (w > 0.0f) acc += w * load_stacked(p, n * p.outs_stride_part_elems + in + d);
     }
     store_merged(p, out + d, sum > 0.0f ? acc / sum : 0.0f);
   }

@@ -38,11 +38,11 @@ MLAKV_HD float merged_value(const MergeWeights& w, float va, float vb) {
 MLAKV_HD float merged_lse(const MergeWeights& w) { return w.empty ? w.max : w.max + logf(w.sum); }
 
 MLAKV_HD std::int64_t out_offset(const AttentionState& s, std::int64_t row, std::int64_t head) {
-  return row * s.out_stride_row + head * s.out_stride_head;
+  return row * s.out_stride_row_elems + head * s.out_stride_head_elems;
 }
 
 MLAKV_HD float& lse_at(const AttentionState& s, std::int64_t row, std::int64_t head) {
-  return s.lse[row * s.lse_stride_row + head * s.lse_stride_head];
+  return s.lse[row * s.lse_stride_row_elems + head * s.lse_stride_head_elems];
 }
 
 /// Element `offset` of a side's output, float32 or bf16.
