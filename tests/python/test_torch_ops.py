@@ -240,7 +240,7 @@ def test_ops_give_the_python_functions_results(device):
     table, lens, cu = torch.tensor([[1, 0]], **i32), torch.tensor([70], **i32), torch.tensor([0, 70], **i32)
     paged = ops.gather_records_paged(fmt, cache, table, lens, cu, 72)
     paged_want = mlakv.gather_records_paged(fmt, cache, table, lens, cu, num_rows=72)
-    assert torch.equal(paged, paged_want) and paged.shape == (72, 576) and paged.dtype == torch.bfloat16
+    assert torch.equal(paged, paged_want) and paged.shape == (72, 576) and paged.dtype == torch.float32  # the default
     merged, merged_lse = ops.merge_attention_states(out, lse, out, lse)
     want_out, want_lse = mlakv.merge_attention_states(out, lse, out, lse)
     assert torch.equal(merged, want_out) and torch.equal(merged_lse, want_lse)
