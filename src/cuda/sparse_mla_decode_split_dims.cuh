@@ -72,8 +72,9 @@ struct Storage {
 
 /// The zero record bulk-copied for a token without one: every format decodes
 /// it to zeros, so the decode needs no branch (`valid` keeps the token out of
-/// the softmax).
-__device__ const uint4 kZeroRecord[656 / 16] = {};
+/// the softmax). As long as the largest record this kernel reads (NVFP4's 432
+/// bytes; issue_tile checks).
+__device__ const uint4 kZeroRecord[record_bytes(Format::kNvfp4DsMla) / 16] = {};
 
 /// The record of entry `entry` of `row`, or null past the block's range or
 /// for a slot that is negative or past capacity (never read).

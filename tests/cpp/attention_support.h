@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -123,6 +124,18 @@ inline ReferenceAttention reference_attention(const std::vector<float>& keys, st
 }
 
 inline float widen(std::uint16_t bf16) { return codec::load_input<codec::InputDtype::kBf16>(bf16); }
+
+/// Element i of a float32 or bf16 array held as bytes, as a float.
+inline float element_as_float(const std::vector<std::uint8_t>& bytes, DType dtype, std::size_t i) {
+  if (dtype == DType::kFloat32) {
+    float value;
+    std::memcpy(&value, bytes.data() + 4 * i, 4);
+    return value;
+  }
+  std::uint16_t bits;
+  std::memcpy(&bits, bytes.data() + 2 * i, 2);
+  return widen(bits);
+}
 
 /// The largest |value| among the keys' latent parts: the scale of the output's error.
 inline double max_abs_value(const std::vector<float>& keys) {

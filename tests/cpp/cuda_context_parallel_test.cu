@@ -177,17 +177,7 @@ TEST(cuda_merge_attention_states_n_way, matches_the_cpu_in_bf16_and_float32) {
       }
       const auto gpu_out = d_out.download<std::uint8_t>();
       for (std::size_t i = 0; i < out.size() / size; ++i) {
-        float g, c;
-        if (dtype == DType::kFloat32) {
-          std::memcpy(&g, gpu_out.data() + 4 * i, 4);
-          std::memcpy(&c, out.data() + 4 * i, 4);
-        } else {
-          std::uint16_t gb, cb;
-          std::memcpy(&gb, gpu_out.data() + 2 * i, 2);
-          std::memcpy(&cb, out.data() + 2 * i, 2);
-          g = widen(gb);
-          c = widen(cb);
-        }
+        const float g = element_as_float(gpu_out, dtype, i), c = element_as_float(out, dtype, i);
         ASSERT_NEAR(g, c, std::ldexp(std::fabs(c), -8) + 1e-6f) << "N=" << parts << " element " << i;
       }
     }

@@ -392,17 +392,7 @@ TEST(cuda_merge_attention_states, matches_the_cpu_in_bf16_and_float32) {
     }
     const auto gpu_out = dout.download<std::uint8_t>();
     for (std::size_t i = 0; i < out.size() / size; ++i) {
-      float g, c;
-      if (dtype == DType::kFloat32) {
-        std::memcpy(&g, gpu_out.data() + 4 * i, 4);
-        std::memcpy(&c, out.data() + 4 * i, 4);
-      } else {
-        std::uint16_t gb, cb;
-        std::memcpy(&gb, gpu_out.data() + 2 * i, 2);
-        std::memcpy(&cb, out.data() + 2 * i, 2);
-        g = widen(gb);
-        c = widen(cb);
-      }
+      const float g = element_as_float(gpu_out, dtype, i), c = element_as_float(out, dtype, i);
       // expf on the GPU and std::exp may differ in the last bit of a weight.
       ASSERT_NEAR(g, c, 1e-5f + std::ldexp(std::fabs(c), dtype == DType::kFloat32 ? -20 : -7)) << i;
     }
