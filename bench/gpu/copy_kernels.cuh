@@ -3,10 +3,10 @@
 // large buffer) and the device-side input fill.
 #pragma once
 
+#include <cuda_bf16.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include "codec/element.h"
 
 namespace mlakv_bench {
 
@@ -37,7 +37,7 @@ __global__ void fill_bf16_kernel(std::uint16_t* out, std::size_t n, std::uint32_
     h *= 2246822519u;
     h ^= h >> 13;
     const float u = (h & 0xFFFF) / 65536.0f + (h >> 16) / 65536.0f - 1.0f;
-    out[i] = mlakv::codec::encode_bf16(2.0f * u);
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(2.0f * u));
   }
 }
 

@@ -12,14 +12,22 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "cuda/warp.cuh"
-
 namespace mlakv_bench {
 
-using mlakv::cuda::kWarpSize;
-
+inline constexpr int kWarpSize = 32;
 inline constexpr int kPatternWarpsPerBlock = 4;     // as the writers and readers
 inline constexpr int kInputBytes = (512 + 64) * 2;  // one token's bf16 latent and RoPE
+
+// `valid`, known only once `word` has arrived, as the writers' own helper
+// (once_arrived in the library's warp helpers, which the benchmark does not
+// see): it keeps the input loads issued with the slot's, before the branch on
+// the slot, so that the pattern has the writers' load schedule. A population
+// count is at most 32, which the compiler does not assume.
+__device__ __forceinline__ bool once_arrived(bool valid, unsigned word) {
+  unsigned bits;
+  asm("popc.b32 %0, %1;" : "=r"(bits) : "r"(word));
+  return (static_cast<unsigned>(valid) & static_cast<unsigned>(bits <= 32u)) != 0u;
+}
 
 // One warp per token, as write_records_kernel: lane l loads bytes
 // [32l, 32l + 32) of the latent and [4l, 4l + 4) of the RoPE (issued with the
@@ -40,7 +48,7 @@ __global__ void writer_pattern_kernel(const std::uint8_t* kv_c, const std::uint8
   const uint4 a = __ldg(row);
   const uint4 b = __ldg(row + 1);
   const unsigned r = __ldg(reinterpret_cast<const unsigned*>(k_pe + token * 128 + 4 * lane));
-  if (!mlakv::cuda::once_arrived(slot >= 0 && slot < tokens, a.x ^ b.x ^ r)) return;
+  if (!once_arrived(slot >= 0 && slot < tokens, a.x ^ b.x ^ r)) return;
   auto* record = reinterpret_cast<uint4*>(cache + slot * kRecordBytes);
   const uint4 chunks[3] = {a, b, make_uint4(r, r, r, r)};
 #pragma unroll

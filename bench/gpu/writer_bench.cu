@@ -57,11 +57,12 @@ void bench_writer(Bench& b, Format format, std::int64_t tokens, bool random, boo
           pattern_us, bytes / pattern_us / 1e3, copy, copy / pattern_us});
 
   if (format == Format::kNvfp4DsMlaFp8Rope && !graph) {
+    const Record368 layout = record_368();
     auto baseline = [&](int rep) {
       const BufferSet& w = s[rep % sets];
       one_block_per_token_368<<<static_cast<unsigned>(tokens), 128, 0, b.stream>>>(
           w.kv_c->get<std::uint16_t>(), w.k_pe->get<std::uint16_t>(), w.slots->get<std::int64_t>(),
-          w.cache->get<std::uint8_t>(), tokens);
+          w.cache->get<std::uint8_t>(), tokens, layout);
     };
     const double base_us = b.time_launches(baseline);
     report({"writer", "368 one-block-per-token", random ? "random" : "contiguous", "baseline", tokens, base_us,
