@@ -7,16 +7,26 @@
 
 #include <cstdint>
 
-namespace mlakv::cuda {
+#include "cuda/shared_address.cuh"
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
+namespace mlakv::cuda {
 
 /// Makes `barrier` expect one arrival per phase. Call from one thread, then
 /// bulk_barrier_init_fence and a block barrier before any use.
 __device__ __forceinline__ void bulk_barrier_init(std::uint64_t* barrier) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(barrier)));
+}
+
+/// Makes `barrier` complete a phase after `arrivals` plain arrivals (a
+/// producer-consumer handshake rather than a copy). Same rules as above.
+__device__ __forceinline__ void barrier_init(std::uint64_t* barrier, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(arrivals));
+}
+
+/// One plain arrival on `barrier`'s current phase (release: this thread's
+/// earlier writes are visible to whoever waits for the phase).
+__device__ __forceinline__ void barrier_arrive(std::uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(barrier)) : "memory");
 }
 
 /// Makes initialized barriers visible to the copy engine.

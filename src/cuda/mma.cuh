@@ -6,11 +6,13 @@
 
 #include <cstdint>
 
+#include "cuda/shared_address.cuh"
+
 namespace mlakv::cuda {
 
 /// Four 8x8 b16 matrices; lane l gives the address of row l % 8 of matrix l / 8.
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  const std::uint32_t address = shared_address(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
@@ -18,13 +20,13 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* r
 
 /// Two 8x8 b16 matrices; lanes 0-15 give the row addresses.
 __device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  const std::uint32_t address = shared_address(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
 }
 
 /// The same, each matrix transposed (a row-major [k][n] tile as a "col" B operand).
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  const std::uint32_t address = shared_address(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
@@ -51,14 +53,14 @@ __device__ __forceinline__ std::uint32_t transpose_8x8(std::uint32_t m) {
 
 /// 16 bytes global -> shared without passing through registers (cached in L2 only).
 __device__ __forceinline__ void copy_async16(void* smem, const void* global) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  const std::uint32_t address = shared_address(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
 }
 
 /// The same, or 16 zero bytes written to `smem` (and nothing read) when !copy;
 /// `global` must still be a valid address.
 __device__ __forceinline__ void copy_async16_or_zero(void* smem, const void* global, bool copy) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  const std::uint32_t address = shared_address(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global), "r"(copy ? 16 : 0));
 }
 

@@ -16,6 +16,7 @@
 #include "cuda/mma.cuh"
 #include "cuda/per_device.h"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
+#include "cuda/sparse_mla_decode_warpgroups.h"
 #include "cuda/warp.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
@@ -78,9 +79,11 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // registers: less shared-memory traffic and no decode phase apart, but a longer
 // chain per tile. It is the faster one for the NVFP4 records (whose codec
 // decodes to bf16 directly) up to 32 heads once there are enough rows to fill
-// the GPU; at few rows and beyond 32 heads the shared-tile kernel is
-// (docs/attention.md).
-enum class DecodeKernel { kSharedTile, kSplitDims };
+// the GPU; at few rows the shared-tile kernel is. Beyond 32 heads, on Hopper
+// builds with sm_90a code, the warpgroup kernel (wgmma, a producer warpgroup
+// decoding while two math warpgroups multiply) takes every record of up to
+// 656 bytes (docs/attention.md).
+enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
 // The codecs with a direct bf16 decode (the NVFP4 records); only they
 // instantiate the split-dims kernel.
@@ -89,9 +92,29 @@ inline constexpr bool kDecodesToBf16 = requires {
   &Codec::decode_lane_bf16;
 };
 
-DecodeKernel kernel_for(bool decodes_to_bf16, std::int64_t rows, std::int64_t heads, int multiprocessors) {
+// The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
+template <class Codec>
+inline constexpr bool kFitsWarpgroups = warpgroups::kFits<Codec::Spec::kRecordBytes>;
+
+// Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
+bool warpgroups_run_on(int device) {
+#if MLAKV_SM90A
+  return device_capability(device) == 90;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+struct KernelChoice {
+  bool decodes_to_bf16;
+  bool warpgroups;  // the warpgroup kernel is built for the codec and runs on the device
+};
+
+DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
+  if (choice.warpgroups && heads > 32) return DecodeKernel::kWarpgroups;
   // From about 32 rows on a 132-SM H200 (measured: 32 rows gain 8-15 %, 16 rows lose 9 %).
-  const bool split = decodes_to_bf16 && heads <= 32 && 5 * rows >= multiprocessors;
+  const bool split = choice.decodes_to_bf16 && heads <= 32 && 5 * rows >= multiprocessors;
   return split ? DecodeKernel::kSplitDims : DecodeKernel::kSharedTile;
 }
 
@@ -110,6 +133,10 @@ SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads
   if (kernel == DecodeKernel::kSplitDims) {
     blocks = rows * ((heads + 31) / 32);
     per_sm = heads <= 16 ? split_dims::kBlocksPerSm<1> : split_dims::kBlocksPerSm<2>;
+  } else if (kernel == DecodeKernel::kWarpgroups) {
+    block_heads = warpgroups::kHeads;
+    blocks = rows * ((heads + block_heads - 1) / block_heads);
+    per_sm = 1;
   } else {
     const int groups = groups_for(heads);
     block_heads = 16 * groups;
@@ -557,16 +584,32 @@ cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPl
 }
 
 template <class Codec>
+cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPlan& plan, int device,
+                              cudaStream_t stream) {
+  if (const cudaError_t status = warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
+      status != cudaSuccess || plan.splits == 1) {
+    return status;
+  }
+  return launch_combine(p, plan.splits, stream);
+}
+
+template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
-  SplitPlan plan = plan_splits(kernel_for(kDecodesToBf16<Codec>, p.rows, p.heads, multiprocessors), p.rows, p.heads,
-                               p.topk, multiprocessors);
+  const KernelChoice choice{kDecodesToBf16<Codec>, kFitsWarpgroups<Codec> && warpgroups_run_on(device)};
+  SplitPlan plan =
+      plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
     plan.splits = 1;
     plan.tiles_per_split = static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens));
   }
+#if MLAKV_SM90A
+  if constexpr (kFitsWarpgroups<Codec>) {
+    if (plan.kernel == DecodeKernel::kWarpgroups) return launch_warpgroups<Codec>(p, plan, device, stream);
+  }
+#endif
   if constexpr (kDecodesToBf16<Codec>) {
     if (plan.kernel == DecodeKernel::kSplitDims) {
       return p.heads <= 16 ? launch_split_dims<Codec, 1>(p, plan, device, stream)
@@ -605,7 +648,7 @@ __global__ void __launch_bounds__(kCombineThreads) merge_kernel(const params::Me
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device) {
   const int multiprocessors = multiprocessor_count(device);
   std::int64_t bytes = 0;
-  for (const DecodeKernel kernel : {DecodeKernel::kSharedTile, DecodeKernel::kSplitDims}) {
+  for (const DecodeKernel kernel : {DecodeKernel::kSharedTile, DecodeKernel::kSplitDims, DecodeKernel::kWarpgroups}) {
     bytes = std::max(bytes, plan_workspace_bytes(plan_splits(kernel, rows, heads, topk, multiprocessors), rows, heads));
   }
   return bytes;

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sparse MLA decode for blocks of 64 heads on Hopper (sm_90a), on
+// warpgroup tensor-core instructions (wgmma) whose operands stay in shared
+// memory, with three warpgroups that hand work to each other through
+// mbarriers instead of block-wide barriers:
+//   - the producer (warpgroup 2) bulk-copies each tile's 32 records into a
+//     ring of kStages tiles (warp w: tokens 8w..8w+7, addresses found four
+//     tiles at a time, a batch ahead), decodes them with the shared codecs
+//     into one of two bf16 key tiles (the readers' bf16 values; zeros for an
+//     entry without a record) and marks the tile full;
+//   - math warpgroup 0 scores the tile (64 heads x 32 keys x 576 dims),
+//     runs the online softmax in registers, publishes the bf16
+//     probabilities and each head's rescale factor, and adds P x V for
+//     output dims 0..255;
+//   - math warpgroup 1 adds P x V for output dims 256..511 from the
+//     published probabilities.
+// The key tile serves both products: K-major rows of 576 dims for the
+// scores, and, read MN-major, the value rows (its first 512 dims) for P x V.
+// While warpgroup 0 scores tile t + 1, warpgroup 1 can still be adding tile
+// t, and the producer decodes tile t + 2 as soon as a key tile is free.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attention_result.cuh"
+#include "cuda/bulk_copy.cuh"
+#include "cuda/sparse_mla_decode_warpgroups.h"
+#include "cuda/warp.cuh"
+#include "cuda/wgmma.cuh"
+#include "dispatch/visit_codec.h"
+#include "mlakv/vocabulary.h"
+#include "params/attention_params.h"
+
+namespace mlakv::cuda::warpgroups {
+
+template <int kRecordBytes>
+struct Storage {
+  static constexpr int kRing = kStages<kRecordBytes>;
+  alignas(1024) std::uint8_t q[kColumnBlocks * kQueryBlockBytes];
+  alignas(1024) std::uint8_t keys[2][kColumnBlocks * kKeyBlockBytes];
+  alignas(1024) std::uint8_t probs[2][kProbBytes];
+  alignas(16) std::uint8_t records[kRing][kProducerWarps][kWarpTokens][kRecordBytes];
+  float alpha[2][kHeads];  // each head's rescale factor of the tile
+  float row_sum[kHeads];
+  float row_max[kHeads];  // log2 domain
+  int valid[2][kTileTokens];
+  int staged_valid[kRing][kTileTokens];         // which ring entries hold a record
+  std::uint64_t landed[kRing][kProducerWarps];  // bulk copies of a warp's records are in
+  std::uint64_t keys_full[2];                   // 128 producer arrivals: the tile is decoded
+  std::uint64_t keys_empty[2];                  // 8 math warp arrivals: both products read it
+  std::uint64_t probs_full[2];                  // 128 arrivals of warpgroup 0: P and alpha are in
+  std::uint64_t probs_empty[2];                 // 4 arrivals of warpgroup 1: its P x V read them
+};
+
+template <int kRecordBytes>
+inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage<kRecordBytes>)) + 1024;  // + alignment slack
+
+/// The record of entry `entry` of `row`, or null past the block's range or
+/// for a slot that is negative or past capacity (never read).
+__device__ __forceinline__ const std::uint8_t* record_or_null(const params::SparseDecodeParams& p, std::int64_t row,
+                                                              std::int64_t entry, std::int64_t end) {
+  if (entry >= end) return nullptr;
+  const std::int64_t slot = __ldg(p.indices + row * p.indices_stride_row + entry);
+  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
+}
+
+/// Lane 8 i + j: token 8 warp + j of tile first_tile + i.
+__device__ __forceinline__ const std::uint8_t* address_batch(const params::SparseDecodeParams& p, std::int64_t row,
+                                                             std::int64_t begin, std::int64_t end, int first_tile,
+                                                             int warp, int lane) {
+  const std::int64_t entry = begin + static_cast<std::int64_t>(first_tile + lane / kWarpTokens) * kTileTokens +
+                             kWarpTokens * warp + lane % kWarpTokens;
+  return record_or_null(p, row, entry, end);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/// The producer warp's records of tile `tile` into ring stage `stage`:
+/// entries without a record are not copied (the decode writes zeros).
+template <int kRecordBytes>
+__device__ __forceinline__ void issue_tile(Storage<kRecordBytes>& sh, const std::uint8_t* batch, int tile, int stage,
+                                           int warp, int lane) {
+  const auto* record = reinterpret_cast<const std::uint8_t*>(__shfl_sync(
+      0xFFFFFFFFu, reinterpret_cast<std::uintptr_t>(batch), (tile % kBatchTiles) * kWarpTokens + lane % kWarpTokens));
+  const unsigned copied = __ballot_sync(0xFFFFFFFFu, lane < kWarpTokens && record != nullptr);
+  bulk_copy_fence();  // this warp's reads of the stage's previous records come first
+  if (lane == 0) {
+    bulk_barrier_expect(&sh.landed[stage][warp], static_cast<std::uint32_t>(__popc(copied)) * kRecordBytes);
+  }
+  if (lane < kWarpTokens) {
+    sh.staged_valid[stage][kWarpTokens * warp + lane] = record != nullptr ? 1 : 0;
+    if (record != nullptr) bulk_copy(sh.records[stage][warp][lane], record, kRecordBytes, &sh.landed[stage][warp]);
+  }
+}
+
+/// Decodes the producer warp's 8 staged records into rows 8 warp.. of `keys`
+/// (lane l: latent dims 16 l..16 l + 15 and RoPE dims 2 l, 2 l + 1), four
+/// records side by side.
+template <class Codec>
+__device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& sh, const codec::DecodeParams& params,
+                                            int stage, int buffer, int warp, int lane) {
+  constexpr int kInterleave = 4;
+  std::uint8_t* keys = sh.keys[buffer];
+#pragma unroll
+  for (int t0 = 0; t0 < kWarpTokens; t0 += kInterleave) {
+    alignas(16) std::uint16_t kv[kInterleave][codec::kLatentPerLane];
+    alignas(4) std::uint16_t pe[kInterleave][codec::kRopePerLane];
+#pragma unroll
+    for (int k = 0; k < kInterleave; ++k) {
+      const int token = t0 + k;
+      if (sh.staged_valid[stage][kWarpTokens * warp + token] != 0) {
+        codec::decode_lane_bf16_bits<Codec>(lane, sh.records[stage][warp][token], params, kv[k], pe[k]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < codec::kLatentPerLane; ++i) kv[k][i] = 0;
+#pragma unroll
+        for (int i = 0; i < codec::kRopePerLane; ++i) pe[k][i] = 0;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kInterleave; ++k) {
+      const int r = kWarpTokens * warp + t0 + k;
+      const int col = codec::kLatentPerLane * lane;
+      *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(r, col, kKeyBlockBytes)) =
+          reinterpret_cast<const uint4*>(kv[k])[0];
+      *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(r, col + 8, kKeyBlockBytes)) =
+          reinterpret_cast<const uint4*>(kv[k])[1];
+      *reinterpret_cast<std::uint32_t*>(
+          keys + wgmma::swizzled_offset(r, kLatentDim + codec::kRopePerLane * lane, kKeyBlockBytes)) =
+          *reinterpret_cast<const std::uint32_t*>(pe[k]);
+    }
+  }
+  if (lane < kWarpTokens) {
+    sh.valid[buffer][kWarpTokens * warp + lane] = sh.staged_valid[stage][kWarpTokens * warp + lane];
+  }
+}
+
+/// o (this warpgroup's 64 heads x 256 dims of `half`) += P x V of the tile.
+__device__ __forceinline__ void add_probs_times_values(float (&o)[128], const std::uint8_t* probs,
+                                                       const std::uint8_t* keys, int half) {
+  wgmma::fence();  // o was rescaled by ordinary instructions
+#pragma unroll
+  for (int k = 0; k < kTileTokens / 16; ++k) {
+    const std::uint64_t a = wgmma::descriptor(probs + 32 * k, 16, 1024);
+    const std::uint64_t b =
+        wgmma::descriptor(keys + (kHalfDims / 64) * half * kKeyBlockBytes + 16 * k * 128, kKeyBlockBytes, 1024);
+    wgmma::mma_64x256_b_mn_major(o, a, b, 1);
+  }
+  wgmma::commit();
+  wgmma::wait<0>();
+  wgmma::fence_operands(o);
+}
+
+__device__ __forceinline__ void rescale(float (&o)[128], float alpha0, float alpha1) {
+  if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) {  // once the maxima settle, mostly none
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      o[4 * i] *= alpha0;
+      o[4 * i + 1] *= alpha0;
+      o[4 * i + 2] *= alpha1;
+      o[4 * i + 3] *= alpha1;
+    }
+  }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+/// Entries are walked in units of 64 (the split plan's unit).
+inline constexpr int kTilesPerUnit = 64 / kTileTokens;
+
+template <class Codec, bool kPartial>
+__global__ void __launch_bounds__(kThreads, 1)
+    sparse_decode_warpgroups_kernel(const params::SparseDecodeParams p, int units_per_split) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  constexpr int kRing = kStages<kRecordBytes>;
+  static_assert(kRing >= 2 && kRing - 1 <= kBatchTiles, "the ring starts within the first batch");
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  auto& sh = *reinterpret_cast<Storage<kRecordBytes>*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
+
+  if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warpgroup = tid / 128;
+  const int warp = (tid % 128) / kWarpSize;  // within the warpgroup
+  const int lane = tid % kWarpSize;
+  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
+  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * kHeads;
+  const int split = static_cast<int>(blockIdx.y);
+  const std::int64_t entries = params::row_entries(p, row);
+  const std::int64_t begin = static_cast<std::int64_t>(split) * units_per_split * 64;
+  const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(units_per_split) * 64);
+  const int tiles = end > begin ? static_cast<int>((end - begin + kTileTokens - 1) / kTileTokens) : 0;
+
+  if (tid == 0) {
+    for (int s = 0; s < kRing; ++s) {
+      for (int w = 0; w < kProducerWarps; ++w) bulk_barrier_init(&sh.landed[s][w]);
+    }
+    for (int b = 0; b < 2; ++b) {
+      barrier_init(&sh.keys_full[b], 128);
+      barrier_init(&sh.keys_empty[b], 8);
+      barrier_init(&sh.probs_full[b], 128);
+      barrier_init(&sh.probs_empty[b], 4);
+    }
+    bulk_barrier_init_fence();
+  }
+  // The block's query heads (zeros past H) in the swizzled layout, 16 bytes at a time.
+  constexpr int kQueryChunks = kQueryDim / 8;
+#pragma unroll 4
+  for (int i = tid; i < kHeads * kQueryChunks; i += kThreads) {
+    const int h = i / kQueryChunks;
+    const int col = 8 * (i % kQueryChunks);
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (head0 + h < p.heads) {
+      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row + (head0 + h) * p.q_stride_head + col));
+    }
+    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v;
+  }
+  bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
+  __syncthreads();
+
+  if (warpgroup == 2) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    codec::DecodeParams params = p.decode;
+    if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+    const std::uint8_t* batch = address_batch(p, row, begin, end, 0, warp, lane);
+    const std::uint8_t* next_batch = address_batch(p, row, begin, end, kBatchTiles, warp, lane);
+#pragma unroll
+    for (int s = 0; s < kRing - 1; ++s) {
+      if (s < tiles) issue_tile(sh, batch, s, s, warp, lane);
+    }
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) {
+      const int stage = t % kRing;
+      if (const int tile = t + kRing - 1; tile < tiles) {
+        if (tile % kBatchTiles == 0) {  // the next batch was loaded a batch ago
+          batch = next_batch;
+          next_batch = address_batch(p, row, begin, end, tile + kBatchTiles, warp, lane);
+        }
+        issue_tile(sh, batch, tile, tile % kRing, warp, lane);
+      }
+      const int buffer = t % 2;
+      bulk_barrier_wait(&sh.landed[stage][warp], static_cast<std::uint32_t>(t / kRing) & 1u);
+      bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / 2) & 1u) ^ 1u);
+      decode_tile<Codec>(sh, params, stage, buffer, warp, lane);
+      bulk_copy_fence();  // the key tile's ordinary stores before the wgmma read them
+      barrier_arrive(&sh.keys_full[buffer]);
+    }
+    return;  // every copy issued was waited for
+  }
+
+  const int g = lane / 4;  // accumulator rows 16 warp + g and + 8, columns 2 c, 2 c + 1 of each 8
+  const int c = lane % 4;
+  const int r0 = 16 * warp + g;
+  const int r1 = r0 + 8;
+  float o[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+
+  float row_max[2] = {-INFINITY, -INFINITY};  // the online softmax of rows r0, r1 (warpgroup 0)
+  float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kScoreRegisters));
+    const float score_scale = p.sm_scale * 1.4426950408889634f;  // scores in the log2 domain
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) {
+      const int buffer = t % 2;
+      const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
+      bulk_barrier_wait(&sh.keys_full[buffer], phase);
+      float s[16];
+      wgmma::fence();
+#pragma unroll
+      for (int k = 0; k < kQueryDim / 16; ++k) {
+        const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
+        const std::uint64_t a = wgmma::descriptor(sh.q + (k / 4) * kQueryBlockBytes + offset, 16, 1024);
+        const std::uint64_t b = wgmma::descriptor(sh.keys[buffer] + (k / 4) * kKeyBlockBytes + offset, 16, 1024);
+        wgmma::mma_64x32(s, a, b, k > 0 ? 1 : 0);
+      }
+      wgmma::commit();
+      wgmma::wait<0>();
+      wgmma::fence_operands(s);
+
+      // Online softmax of rows r0 (s[4 i], s[4 i + 1]) and r1 (s[4 i + 2], s[4 i + 3]).
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const bool ok = sh.valid[buffer][8 * i + 2 * c + e] != 0;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float& v = s[4 * i + 2 * h + e];
+            v = ok ? v * score_scale : -INFINITY;
+            tile_max[h] = fmaxf(tile_max[h], v);
+          }
+        }
+      }
+      float alpha[2];
+      std::uint32_t packed[2][4];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
+        const float new_max = fmaxf(row_max[h], tile_max[h]);
+        const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
+        alpha[h] = none ? 1.0f : exp2f(row_max[h] - new_max);
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float p0 = none ? 0.0f : exp2f(s[4 * i + 2 * h] - new_max);
+          const float p1 = none ? 0.0f : exp2f(s[4 * i + 2 * h + 1] - new_max);
+          sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
+          packed[h][i] = pack_bf16x2(p0, p1);
+        }
+        row_max[h] = new_max;
+        row_sum[h] = row_sum[h] * alpha[h] + sum;
+      }
+      bulk_barrier_wait(&sh.probs_empty[buffer], phase ^ 1u);  // warpgroup 1 is done with tile t - 2's
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        *reinterpret_cast<std::uint32_t*>(sh.probs[buffer] + wgmma::swizzled_offset(r0, 8 * i + 2 * c, kProbBytes)) =
+            packed[0][i];
+        *reinterpret_cast<std::uint32_t*>(sh.probs[buffer] + wgmma::swizzled_offset(r1, 8 * i + 2 * c, kProbBytes)) =
+            packed[1][i];
+      }
+      if (c == 0) {
+        sh.alpha[buffer][r0] = alpha[0];
+        sh.alpha[buffer][r1] = alpha[1];
+      }
+      bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
+      barrier_arrive(&sh.probs_full[buffer]);
+      rescale(o, alpha[0], alpha[1]);
+      bulk_barrier_wait(&sh.probs_full[buffer], phase);  // every warp's probabilities are in
+      add_probs_times_values(o, sh.probs[buffer], sh.keys[buffer], 0);
+      if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 1);
+      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 2);
+    }
+    if (c == 0) {
+      sh.row_sum[r0] = row_sum[0];
+      sh.row_sum[r1] = row_sum[1];
+      sh.row_max[r0] = row_max[0];
+      sh.row_max[r1] = row_max[1];
+    }
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) {
+      const int buffer = t % 2;
+      const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
+      bulk_barrier_wait(&sh.keys_full[buffer], phase);
+      bulk_barrier_wait(&sh.probs_full[buffer], phase);
+      rescale(o, sh.alpha[buffer][r0], sh.alpha[buffer][r1]);
+      add_probs_times_values(o, sh.probs[buffer], sh.keys[buffer], 1);
+      if (lane == 0) {
+        barrier_arrive(&sh.keys_empty[buffer]);
+        barrier_arrive(&sh.probs_empty[buffer]);
+      }
+    }
+  }
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
+
+  // Epilogue: rows r0 and r1 of this warpgroup's 256 dims.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = h == 0 ? r0 : r1;
+    const std::int64_t head = head0 + r;
+    if (head >= p.heads) continue;
+    const HeadTotals totals = finish_head(sh.row_sum[r], sh.row_max[r]);
+    const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      store.store_pair(kHalfDims * warpgroup + 8 * i + 2 * c, o[4 * i + 2 * h] * totals.inv_sum,
+                       o[4 * i + 2 * h + 1] * totals.inv_sum);
+    }
+    if (warpgroup == 0 && c == 0) *store.lse = totals.lse;
+  }
+#else
+  __trap();  // launched only where the sm_90a code exists (kernel_for)
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+}  // namespace mlakv::cuda::warpgroups

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU tests of the warpgroup tensor-core primitives (src/cuda/wgmma.cuh) in
+// the tile layouts the warpgroup decode kernel uses: scores = Q x K^T over
+// the swizzled 64 x 576 query and 32 x 576 key tiles, and P x V with the key
+// tile read MN-major as values. Small integers make every product exact, so
+// the results must equal the host's bit for bit. Skipped without an sm_90
+// device (wgmma is sm_90a code).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "codec/element.h"
+#include "cuda/sparse_mla_decode_warpgroups.cuh"
+#include "cuda/wgmma.cuh"
+#include "cuda_support.h"
+
+namespace mlakv::test {
+namespace {
+
+namespace wg = cuda::warpgroups;
+constexpr int kHeads = wg::kHeads;
+constexpr int kTokens = wg::kTileTokens;
+
+struct alignas(1024) Tiles {
+  std::uint8_t q[wg::kColumnBlocks * wg::kQueryBlockBytes];
+  std::uint8_t keys[wg::kColumnBlocks * wg::kKeyBlockBytes];
+  std::uint8_t probs[wg::kProbBytes];
+};
+
+// One warpgroup: stores q [64][576], keys [32][576] and probs [64][32] (bf16
+// bits, row-major in global memory) into the swizzled tiles, then writes
+// scores [64][32] and out [64][512] (float32) from the accumulator layout.
+__global__ void products_kernel(const std::uint16_t* q, const std::uint16_t* keys, const std::uint16_t* probs,
+                                float* scores, float* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  auto& sh = *reinterpret_cast<Tiles*>(smem_raw + (1024u - cuda::shared_address(smem_raw) % 1024u) % 1024u);
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int i = tid; i < kHeads * kQueryDim; i += 128) {
+    *reinterpret_cast<std::uint16_t*>(
+        sh.q + cuda::wgmma::swizzled_offset(i / kQueryDim, i % kQueryDim, wg::kQueryBlockBytes)) = q[i];
+  }
+  for (int i = tid; i < kTokens * kQueryDim; i += 128) {
+    *reinterpret_cast<std::uint16_t*>(
+        sh.keys + cuda::wgmma::swizzled_offset(i / kQueryDim, i % kQueryDim, wg::kKeyBlockBytes)) = keys[i];
+  }
+  for (int i = tid; i < kHeads * 64; i += 128) {
+    const int col = i % 64;
+    *reinterpret_cast<std::uint16_t*>(sh.probs + cuda::wgmma::swizzled_offset(i / 64, col, wg::kProbBytes)) =
+        col < kTokens ? probs[(i / 64) * kTokens + col] : 0;
+  }
+  cuda::bulk_copy_fence();
+  __syncthreads();
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int r0 = 16 * warp + lane / 4;
+  const int c = lane % 4;
+
+  float s[16];
+  cuda::wgmma::fence();
+  for (int k = 0; k < kQueryDim / 16; ++k) {
+    const int offset = (k % 4) * 32;
+    cuda::wgmma::mma_64x32(s, cuda::wgmma::descriptor(sh.q + (k / 4) * wg::kQueryBlockBytes + offset, 16, 1024),
+                           cuda::wgmma::descriptor(sh.keys + (k / 4) * wg::kKeyBlockBytes + offset, 16, 1024),
+                           k > 0 ? 1 : 0);
+  }
+  cuda::wgmma::commit();
+  cuda::wgmma::wait<0>();
+  cuda::wgmma::fence_operands(s);
+  for (int i = 0; i < 4; ++i) {
+    for (int e = 0; e < 2; ++e) {
+      scores[r0 * kTokens + 8 * i + 2 * c + e] = s[4 * i + e];
+      scores[(r0 + 8) * kTokens + 8 * i + 2 * c + e] = s[4 * i + 2 + e];
+    }
+  }
+  for (int half = 0; half < 2; ++half) {
+    float o[128];
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    wg::add_probs_times_values(o, sh.probs, sh.keys, half);
+    for (int i = 0; i < 32; ++i) {
+      for (int e = 0; e < 2; ++e) {
+        const int dim = wg::kHalfDims * half + 8 * i + 2 * c + e;
+        out[r0 * kValueDim + dim] = o[4 * i + e];
+        out[(r0 + 8) * kValueDim + dim] = o[4 * i + 2 + e];
+      }
+    }
+  }
+#else
+  (void)q, (void)keys, (void)probs, (void)scores, (void)out;
+#endif
+}
+
+bool hopper_present() {
+  if (!cuda_device_present()) return false;
+  int major = 0;
+  int minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+  return major == 9 && minor == 0;
+}
+
+std::vector<std::uint16_t> small_integers(std::size_t n, int seed, int range) {
+  std::vector<std::uint16_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int x =
+        static_cast<int>((i * 2654435761u + static_cast<unsigned>(seed) * 40503u) >> 7 & 0xFFFFu) % (2 * range + 1) -
+        range;
+    v[i] = codec::encode_bf16(static_cast<float>(x));
+  }
+  return v;
+}
+
+TEST(cuda_wgmma, scores_and_probs_times_values_in_the_decode_tile_layouts_equal_the_host_products) {
+  if (!hopper_present()) GTEST_SKIP() << "no sm_90 device";
+  const auto q = small_integers(kHeads * kQueryDim, 1, 7);
+  const auto keys = small_integers(kTokens * kQueryDim, 2, 7);
+  const auto probs = small_integers(kHeads * kTokens, 3, 3);
+  DeviceBuffer dq(q);
+  DeviceBuffer dk(keys);
+  DeviceBuffer dp(probs);
+  DeviceBuffer ds(kHeads * kTokens * sizeof(float));
+  DeviceBuffer dout(kHeads * kValueDim * sizeof(float));
+  const int shared = static_cast<int>(sizeof(Tiles)) + 1024;
+  MLAKV_CUDA_OK(cudaFuncSetAttribute(products_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  products_kernel<<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(), dp.get<std::uint16_t>(),
+                                      ds.get<float>(), dout.get<float>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> scores(kHeads * kTokens);
+  std::vector<float> out(kHeads * kValueDim);
+  ds.copy_to_host(scores.data());
+  dout.copy_to_host(out.data());
+  const auto value = [](std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); };
+  int checked = 0;
+  for (int h = 0; h < kHeads; ++h) {
+    for (int t = 0; t < kTokens; ++t) {
+      float want = 0.0f;
+      for (int d = 0; d < kQueryDim; ++d) want += value(q[h * kQueryDim + d]) * value(keys[t * kQueryDim + d]);
+      ASSERT_EQ(scores[h * kTokens + t], want) << "score head " << h << " token " << t;
+      ++checked;
+    }
+    for (int d = 0; d < kValueDim; ++d) {
+      float want = 0.0f;
+      for (int t = 0; t < kTokens; ++t) want += value(probs[h * kTokens + t]) * value(keys[t * kQueryDim + d]);
+      ASSERT_EQ(out[h * kValueDim + d], want) << "output head " << h << " dim " << d;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, kHeads * (kTokens + kValueDim));
+}
+
+}  // namespace
+}  // namespace mlakv::test
