@@ -6,18 +6,17 @@
 //   - the producer (warpgroup 2) bulk-copies each tile's 32 records into a
 //     ring of kStages tiles (warp w: tokens 8w..8w+7, addresses found four
 //     tiles at a time, a batch ahead), decodes them with the shared codecs
-//     into one of two bf16 key tiles (the readers' bf16 values; zeros for an
-//     entry without a record) and marks the tile full;
-//   - math warpgroup 0 scores the tile (64 heads x 32 keys x 576 dims),
-//     runs the online softmax in registers, publishes the bf16
-//     probabilities and each head's rescale factor, and adds P x V for
-//     output dims 0..255;
+//     into one of kKeyBuffers bf16 key tiles (the readers' bf16 values; zeros
+//     for an entry without a record) and marks the tile full;
+//   - math warpgroup 0 scores the tiles (64 heads x 32 keys x 576 dims), one
+//     tile ahead: tile t + 1's scores run on the tensor cores while tile t's
+//     online softmax runs in registers; it publishes tile t's bf16
+//     probabilities and each head's rescale factor, and adds P x V for output
+//     dims 0..255;
 //   - math warpgroup 1 adds P x V for output dims 256..511 from the
 //     published probabilities.
 // The key tile serves both products: K-major rows of 576 dims for the
 // scores, and, read MN-major, the value rows (its first 512 dims) for P x V.
-// While warpgroup 0 scores tile t + 1, warpgroup 1 can still be adding tile
-// t, and the producer decodes tile t + 2 as soon as a key tile is free.
 #pragma once
 
 #include <cmath>
@@ -37,20 +36,21 @@ namespace mlakv::cuda::warpgroups {
 template <int kRecordBytes>
 struct Storage {
   static constexpr int kRing = kStages<kRecordBytes>;
+  static constexpr int kKeys = kKeyBuffers<kRecordBytes>;
   alignas(1024) std::uint8_t q[kColumnBlocks * kQueryBlockBytes];
-  alignas(1024) std::uint8_t keys[2][kColumnBlocks * kKeyBlockBytes];
+  alignas(1024) std::uint8_t keys[kKeys][kColumnBlocks * kKeyBlockBytes];
   alignas(1024) std::uint8_t probs[2][kProbBytes];
   alignas(16) std::uint8_t records[kRing][kProducerWarps][kWarpTokens][kRecordBytes];
-  float alpha[2][kHeads];  // each head's rescale factor of the tile
+  float alpha[2][kHeads];  // each head's rescale factor of the tile (by probability tile)
   float row_sum[kHeads];
-  float row_max[kHeads];  // log2 domain
-  int valid[2][kTileTokens];
-  int staged_valid[kRing][kTileTokens];         // which ring entries hold a record
-  std::uint64_t landed[kRing][kProducerWarps];  // bulk copies of a warp's records are in
-  std::uint64_t keys_full[2];                   // 128 producer arrivals: the tile is decoded
-  std::uint64_t keys_empty[2];                  // 8 math warp arrivals: both products read it
-  std::uint64_t probs_full[2];                  // 128 arrivals of warpgroup 0: P and alpha are in
-  std::uint64_t probs_empty[2];                 // 4 arrivals of warpgroup 1: its P x V read them
+  float row_max[kHeads];                                      // log2 domain
+  alignas(4) std::uint8_t valid_bits[kKeys][kProducerWarps];  // as one word: bit t, token t has a record
+  int staged_valid[kRing][kTileTokens];                       // which ring entries hold a record
+  std::uint64_t landed[kRing][kProducerWarps];                // bulk copies of a warp's records are in
+  std::uint64_t keys_full[kKeys];                             // 128 producer arrivals: the tile is decoded
+  std::uint64_t keys_empty[kKeys];                            // 8 math warp arrivals: both products read it
+  std::uint64_t probs_full[2];                                // 128 arrivals of warpgroup 0: P and alpha are in
+  std::uint64_t probs_empty[2];                               // 4 arrivals of warpgroup 1: its P x V read them
 };
 
 template <int kRecordBytes>
@@ -94,52 +94,53 @@ __device__ __forceinline__ void issue_tile(Storage<kRecordBytes>& sh, const std:
   }
 }
 
-/// Decodes the producer warp's 8 staged records into rows 8 warp.. of `keys`
-/// (lane l: latent dims 16 l..16 l + 15 and RoPE dims 2 l, 2 l + 1), four
-/// records side by side.
+/// Decodes the producer warp's 8 staged records into rows 8 warp.. of `keys`:
+/// in step i, lane (g = lane / 4, c = lane % 4) decodes latent group 4 i + c
+/// (dims 16 (4 i + c)..) and RoPE pair 4 i + c of token g, so that the 32
+/// lanes' 16-byte stores land in 32 different chunks of the swizzle (rows g
+/// differ in row % 8) and no two share a bank. A lane whose token has no record
+/// decodes the stale bytes anyway and stores zeros.
 template <class Codec>
 __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& sh, const codec::DecodeParams& params,
                                             int stage, int buffer, int warp, int lane) {
-  constexpr int kInterleave = 4;
+  constexpr int kSteps = codec::kLanes / 4;  // 4 of a token's 32 groups per step
+  static_assert(kWarpTokens * 4 == kWarpSize, "a lane a (token, group)");
+  const int g = lane / 4;
+  const int c = lane % 4;
+  const int row = kWarpTokens * warp + g;
+  const bool valid = sh.staged_valid[stage][row] != 0;
+  const std::uint8_t* record = sh.records[stage][warp][g];
   std::uint8_t* keys = sh.keys[buffer];
-#pragma unroll
-  for (int t0 = 0; t0 < kWarpTokens; t0 += kInterleave) {
-    alignas(16) std::uint16_t kv[kInterleave][codec::kLatentPerLane];
-    alignas(4) std::uint16_t pe[kInterleave][codec::kRopePerLane];
-#pragma unroll
-    for (int k = 0; k < kInterleave; ++k) {
-      const int token = t0 + k;
-      if (sh.staged_valid[stage][kWarpTokens * warp + token] != 0) {
-        codec::decode_lane_bf16_bits<Codec>(lane, sh.records[stage][warp][token], params, kv[k], pe[k]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < codec::kLatentPerLane; ++i) kv[k][i] = 0;
-#pragma unroll
-        for (int i = 0; i < codec::kRopePerLane; ++i) pe[k][i] = 0;
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kInterleave; ++k) {
-      const int r = kWarpTokens * warp + t0 + k;
-      const int col = codec::kLatentPerLane * lane;
-      *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(r, col, kKeyBlockBytes)) =
-          reinterpret_cast<const uint4*>(kv[k])[0];
-      *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(r, col + 8, kKeyBlockBytes)) =
-          reinterpret_cast<const uint4*>(kv[k])[1];
-      *reinterpret_cast<std::uint32_t*>(
-          keys + wgmma::swizzled_offset(r, kLatentDim + codec::kRopePerLane * lane, kKeyBlockBytes)) =
-          *reinterpret_cast<const std::uint32_t*>(pe[k]);
-    }
+#pragma unroll 2
+  for (int i = 0; i < kSteps; ++i) {
+    const int group = 4 * i + c;
+    alignas(16) std::uint16_t kv[codec::kLatentPerLane];
+    alignas(4) std::uint16_t pe[codec::kRopePerLane];
+    codec::decode_lane_bf16_bits<Codec>(group, record, params, kv, pe);
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    const int col = codec::kLatentPerLane * group;
+    *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col, kKeyBlockBytes)) =
+        valid ? reinterpret_cast<const uint4*>(kv)[0] : zero;
+    *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes)) =
+        valid ? reinterpret_cast<const uint4*>(kv)[1] : zero;
+    *reinterpret_cast<std::uint32_t*>(
+        keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group, kKeyBlockBytes)) =
+        valid ? *reinterpret_cast<const std::uint32_t*>(pe) : 0u;
   }
-  if (lane < kWarpTokens) {
-    sh.valid[buffer][kWarpTokens * warp + lane] = sh.staged_valid[stage][kWarpTokens * warp + lane];
+  const unsigned mask = __ballot_sync(0xFFFFFFFFu, valid && c == 0);  // bit 4 t: token t of the warp
+  if (lane == 0) {
+    unsigned bits = 0;
+#pragma unroll
+    for (int t = 0; t < kWarpTokens; ++t) bits |= (mask >> (4 * t) & 1u) << t;
+    sh.valid_bits[buffer][warp] = bits;
   }
 }
 
-/// o (this warpgroup's 64 heads x 256 dims of `half`) += P x V of the tile.
-__device__ __forceinline__ void add_probs_times_values(float (&o)[128], const std::uint8_t* probs,
-                                                       const std::uint8_t* keys, int half) {
-  wgmma::fence();  // o was rescaled by ordinary instructions
+/// Issues (and commits) o (this warpgroup's 64 heads x 256 dims of `half`) += P x V of the tile.
+__device__ __forceinline__ void issue_probs_times_values(float (&o)[128], const std::uint8_t* probs,
+                                                         const std::uint8_t* keys, int half) {
+  wgmma::fence_operands(o);  // o's ordinary writes (the rescale) stay before the wgmma's stage
+  wgmma::fence();
 #pragma unroll
   for (int k = 0; k < kTileTokens / 16; ++k) {
     const std::uint64_t a = wgmma::descriptor(probs + 32 * k, 16, 1024);
@@ -148,19 +149,56 @@ __device__ __forceinline__ void add_probs_times_values(float (&o)[128], const st
     wgmma::mma_64x256_b_mn_major(o, a, b, 1);
   }
   wgmma::commit();
+  wgmma::fence_operands(o);
+}
+
+/// The same, waited for.
+__device__ __forceinline__ void add_probs_times_values(float (&o)[128], const std::uint8_t* probs,
+                                                       const std::uint8_t* keys, int half) {
+  issue_probs_times_values(o, probs, keys, half);
   wgmma::wait<0>();
   wgmma::fence_operands(o);
 }
 
-__device__ __forceinline__ void rescale(float (&o)[128], float alpha0, float alpha1) {
-  if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) {  // once the maxima settle, mostly none
+/// Issues (and commits) s = the tile's scores, 64 heads x 32 keys over 576 dims.
+__device__ __forceinline__ void issue_scores(float (&s)[16], const std::uint8_t* q, const std::uint8_t* keys) {
+  wgmma::fence_operands(s);
+  wgmma::fence();
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      o[4 * i] *= alpha0;
-      o[4 * i + 1] *= alpha0;
-      o[4 * i + 2] *= alpha1;
-      o[4 * i + 3] *= alpha1;
-    }
+  for (int k = 0; k < kQueryDim / 16; ++k) {
+    const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
+    const std::uint64_t a = wgmma::descriptor(q + (k / 4) * kQueryBlockBytes + offset, 16, 1024);
+    const std::uint64_t b = wgmma::descriptor(keys + (k / 4) * kKeyBlockBytes + offset, 16, 1024);
+    wgmma::mma_64x32(s, a, b, k > 0 ? 1 : 0);
+  }
+  wgmma::commit();
+  wgmma::fence_operands(s);
+}
+
+/// 2^x by the approximate MUFU instruction (2 ulp; the weights are rounded to bf16 anyway).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// Two floats as a bf16 pair (round to nearest even), lo in the low half.
+__device__ __forceinline__ std::uint32_t bf16x2_bits(float lo, float hi) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&pair);
+}
+
+/// Growth of a row's score maximum (log2 domain) within which the reference
+/// maximum of the weights stays put.
+inline constexpr float kMaxGrowth = 8.0f;
+
+__device__ __forceinline__ void rescale(float (&o)[128], float alpha0, float alpha1) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    o[4 * i] *= alpha0;
+    o[4 * i + 1] *= alpha0;
+    o[4 * i + 2] *= alpha1;
+    o[4 * i + 3] *= alpha1;
   }
 }
 
@@ -175,6 +213,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRing = kStages<kRecordBytes>;
+  constexpr int kKeys = kKeyBuffers<kRecordBytes>;
   static_assert(kRing >= 2 && kRing - 1 <= kBatchTiles, "the ring starts within the first batch");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage<kRecordBytes>*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
@@ -197,9 +236,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < kRing; ++s) {
       for (int w = 0; w < kProducerWarps; ++w) bulk_barrier_init(&sh.landed[s][w]);
     }
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < kKeys; ++b) {
       barrier_init(&sh.keys_full[b], 128);
       barrier_init(&sh.keys_empty[b], 8);
+    }
+    for (int b = 0; b < 2; ++b) {
       barrier_init(&sh.probs_full[b], 128);
       barrier_init(&sh.probs_empty[b], 4);
     }
@@ -240,9 +281,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         issue_tile(sh, batch, tile, tile % kRing, warp, lane);
       }
-      const int buffer = t % 2;
+      const int buffer = t % kKeys;
       bulk_barrier_wait(&sh.landed[stage][warp], static_cast<std::uint32_t>(t / kRing) & 1u);
-      bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / 2) & 1u) ^ 1u);
+      bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeys) & 1u) ^ 1u);
       decode_tile<Codec>(sh, params, stage, buffer, warp, lane);
       bulk_copy_fence();  // the key tile's ordinary stores before the wgmma read them
       barrier_arrive(&sh.keys_full[buffer]);
@@ -263,31 +304,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kScoreRegisters));
     const float score_scale = p.sm_scale * 1.4426950408889634f;  // scores in the log2 domain
-#pragma unroll 1
-    for (int t = 0; t < tiles; ++t) {
-      const int buffer = t % 2;
+    float s[16];                                                 // tile t's scores
+    // Tile t: its online softmax, its probabilities published, its P x V
+    // issued; with `in_flight`, tile t + 1's scores run on the tensor cores
+    // meanwhile.
+    const auto run_tile = [&](int t, bool in_flight, float(&next)[16]) {
+      const int buffer = t % kKeys;
+      const int probs = t % 2;
       const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
-      bulk_barrier_wait(&sh.keys_full[buffer], phase);
-      float s[16];
-      wgmma::fence();
-#pragma unroll
-      for (int k = 0; k < kQueryDim / 16; ++k) {
-        const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
-        const std::uint64_t a = wgmma::descriptor(sh.q + (k / 4) * kQueryBlockBytes + offset, 16, 1024);
-        const std::uint64_t b = wgmma::descriptor(sh.keys[buffer] + (k / 4) * kKeyBlockBytes + offset, 16, 1024);
-        wgmma::mma_64x32(s, a, b, k > 0 ? 1 : 0);
-      }
-      wgmma::commit();
-      wgmma::wait<0>();
-      wgmma::fence_operands(s);
-
       // Online softmax of rows r0 (s[4 i], s[4 i + 1]) and r1 (s[4 i + 2], s[4 i + 3]).
+      const std::uint32_t valid = *reinterpret_cast<const std::uint32_t*>(sh.valid_bits[buffer]);
       float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const bool ok = sh.valid[buffer][8 * i + 2 * c + e] != 0;
+          const bool ok = (valid >> (8 * i + 2 * c + e) & 1u) != 0;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             float& v = s[4 * i + 2 * h + e];
@@ -302,38 +334,72 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
-        const float new_max = fmaxf(row_max[h], tile_max[h]);
+        // The reference maximum moves only when the tile's exceeds it by more
+        // than kMaxGrowth, so rescales (which wait for the scores in flight)
+        // stop after the first tiles; weights stay below 2^kMaxGrowth.
+        const bool moves = tile_max[h] > row_max[h] + kMaxGrowth;
+        const float new_max = moves ? tile_max[h] : row_max[h];
         const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
-        alpha[h] = none ? 1.0f : exp2f(row_max[h] - new_max);
+        alpha[h] = moves && row_max[h] != -INFINITY ? fast_exp2(row_max[h] - new_max) : 1.0f;
         float sum = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const float p0 = none ? 0.0f : exp2f(s[4 * i + 2 * h] - new_max);
-          const float p1 = none ? 0.0f : exp2f(s[4 * i + 2 * h + 1] - new_max);
+          const float p0 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h] - new_max);
+          const float p1 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h + 1] - new_max);
           sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
-          packed[h][i] = pack_bf16x2(p0, p1);
+          packed[h][i] = bf16x2_bits(p0, p1);
         }
         row_max[h] = new_max;
         row_sum[h] = row_sum[h] * alpha[h] + sum;
       }
-      bulk_barrier_wait(&sh.probs_empty[buffer], phase ^ 1u);  // warpgroup 1 is done with tile t - 2's
+      bulk_barrier_wait(&sh.probs_empty[probs], phase ^ 1u);  // warpgroup 1 is done with tile t - 2's
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        *reinterpret_cast<std::uint32_t*>(sh.probs[buffer] + wgmma::swizzled_offset(r0, 8 * i + 2 * c, kProbBytes)) =
+        *reinterpret_cast<std::uint32_t*>(sh.probs[probs] + wgmma::swizzled_offset(r0, 8 * i + 2 * c, kProbBytes)) =
             packed[0][i];
-        *reinterpret_cast<std::uint32_t*>(sh.probs[buffer] + wgmma::swizzled_offset(r1, 8 * i + 2 * c, kProbBytes)) =
+        *reinterpret_cast<std::uint32_t*>(sh.probs[probs] + wgmma::swizzled_offset(r1, 8 * i + 2 * c, kProbBytes)) =
             packed[1][i];
       }
       if (c == 0) {
-        sh.alpha[buffer][r0] = alpha[0];
-        sh.alpha[buffer][r1] = alpha[1];
+        sh.alpha[probs][r0] = alpha[0];
+        sh.alpha[probs][r1] = alpha[1];
       }
       bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
-      barrier_arrive(&sh.probs_full[buffer]);
-      rescale(o, alpha[0], alpha[1]);
-      bulk_barrier_wait(&sh.probs_full[buffer], phase);  // every warp's probabilities are in
-      add_probs_times_values(o, sh.probs[buffer], sh.keys[buffer], 0);
+      barrier_arrive(&sh.probs_full[probs]);
+      if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+        // No ordinary instruction may write an accumulator while a wgmma is in
+        // flight (ptxas would serialize every wgmma): the scores land first.
+        if (in_flight) {
+          wgmma::wait<0>();
+          wgmma::fence_operands(next);
+        }
+        rescale(o, alpha[0], alpha[1]);
+      }
+      bulk_barrier_wait(&sh.probs_full[probs], phase);  // every warp's probabilities are in
+      issue_probs_times_values(o, sh.probs[probs], sh.keys[buffer], 0);
+      wgmma::wait<0>();  // tile t's P x V (and tile t + 1's scores)
+      wgmma::fence_operands(o);
       if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
+    };
+    if (tiles > 0) {
+      bulk_barrier_wait(&sh.keys_full[0], 0u);
+      issue_scores(s, sh.q, sh.keys[0]);
+      wgmma::wait<0>();
+      wgmma::fence_operands(s);
+    }
+#pragma unroll 1
+    for (int t = 0; t + 1 < tiles; ++t) {
+      float next[16];
+      bulk_barrier_wait(&sh.keys_full[(t + 1) % kKeys], static_cast<std::uint32_t>((t + 1) / kKeys) & 1u);
+      issue_scores(next, sh.q, sh.keys[(t + 1) % kKeys]);
+      run_tile(t, true, next);
+      wgmma::fence_operands(next);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) s[i] = next[i];
+    }
+    if (tiles > 0) {
+      float unused[16];
+      run_tile(tiles - 1, false, unused);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -350,15 +416,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
-      const int buffer = t % 2;
-      const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
-      bulk_barrier_wait(&sh.keys_full[buffer], phase);
-      bulk_barrier_wait(&sh.probs_full[buffer], phase);
-      rescale(o, sh.alpha[buffer][r0], sh.alpha[buffer][r1]);
-      add_probs_times_values(o, sh.probs[buffer], sh.keys[buffer], 1);
+      const int buffer = t % kKeys;
+      const int probs = t % 2;
+      bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeys) & 1u);
+      bulk_barrier_wait(&sh.probs_full[probs], static_cast<std::uint32_t>(t / 2) & 1u);
+      const float alpha0 = sh.alpha[probs][r0];
+      const float alpha1 = sh.alpha[probs][r1];
+      if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
+      add_probs_times_values(o, sh.probs[probs], sh.keys[buffer], 1);
       if (lane == 0) {
         barrier_arrive(&sh.keys_empty[buffer]);
-        barrier_arrive(&sh.probs_empty[buffer]);
+        barrier_arrive(&sh.probs_empty[probs]);
       }
     }
   }

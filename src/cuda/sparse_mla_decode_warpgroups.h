@@ -32,10 +32,21 @@ inline constexpr int kValueRegisters = 160;
 inline constexpr int kProducerRegisters = 128;
 static_assert(kScoreRegisters + kValueRegisters + kProducerRegisters <= 3 * 168, "registers of one block per SM");
 
-/// The ring depth the rest of shared memory holds (3 for 656-byte records, 5 for 368).
+/// Shared bytes besides the key tiles and the record ring: the query, two
+/// probability tiles, the small state, and the slack that aligns the tiles.
+inline constexpr int kFixedBytes = kColumnBlocks * kQueryBlockBytes + 2 * kProbBytes + 2048 + 1024;
+
+/// Key tiles: three where a ring of two record tiles still fits beside them
+/// (records up to 432 bytes), so that a tile is decoded while the one before
+/// it is scored; else two.
 template <int kRecordBytes>
-inline constexpr int kStages = (kSharedLimit - 1024 - kColumnBlocks * (kQueryBlockBytes + 2 * kKeyBlockBytes) -
-                                2 * kProbBytes - 2048) /
+inline constexpr int kKeyBuffers =
+    kSharedLimit - kFixedBytes - 3 * kColumnBlocks* kKeyBlockBytes >= 2 * kTileTokens* kRecordBytes ? 3 : 2;
+
+/// The ring depth the rest of shared memory holds (2 for 368-byte records, 3 for 656).
+template <int kRecordBytes>
+inline constexpr int kStages = (kSharedLimit - kFixedBytes -
+                                kKeyBuffers<kRecordBytes> * kColumnBlocks * kKeyBlockBytes) /
                                (kTileTokens * kRecordBytes);
 
 /// Whether a record's ring of at least two tiles fits beside the kernel's tiles
