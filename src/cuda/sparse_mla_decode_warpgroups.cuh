@@ -43,48 +43,47 @@ struct Storage {
   alignas(16) std::uint8_t records[kRing][kProducerWarps][kWarpTokens][kRecordBytes];
   float alpha[2][kHeads];  // each head's rescale factor of the tile (by probability tile)
   float row_sum[kHeads];
-  float row_max[kHeads];                                      // log2 domain
-  alignas(4) std::uint8_t valid_bits[kKeys][kProducerWarps];  // as one word: bit t, token t has a record
-  int staged_valid[kRing][kTileTokens];                       // which ring entries hold a record
-  std::uint64_t landed[kRing][kProducerWarps];                // bulk copies of a warp's records are in
-  std::uint64_t keys_full[kKeys];                             // 128 producer arrivals: the tile is decoded
-  std::uint64_t keys_empty[kKeys];                            // 8 math warp arrivals: both products read it
-  std::uint64_t probs_full[2];                                // 128 arrivals of warpgroup 0: P and alpha are in
-  std::uint64_t probs_empty[2];                               // 4 arrivals of warpgroup 1: its P x V read them
+  float row_max[kHeads];                               // log2 domain
+  alignas(16) std::uint8_t valid[kKeys][kTileTokens];  // token t of the key tile has a record
+  int staged_valid[kRing][kTileTokens];                // which ring entries hold a record
+  std::uint64_t landed[kRing][kProducerWarps];         // bulk copies of a warp's records are in
+  std::uint64_t keys_full[kKeys];                      // 128 producer arrivals: the tile is decoded
+  std::uint64_t keys_empty[kKeys];                     // 8 math warp arrivals: both products read it
+  std::uint64_t probs_full[2];                         // 128 arrivals of warpgroup 0: P and alpha are in
+  std::uint64_t probs_empty[2];                        // 4 arrivals of warpgroup 1: its P x V read them
 };
 
 template <int kRecordBytes>
 inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage<kRecordBytes>)) + 1024;  // + alignment slack
 
-/// The record of entry `entry` of `row`, or null past the block's range or
-/// for a slot that is negative or past capacity (never read).
-__device__ __forceinline__ const std::uint8_t* record_or_null(const params::SparseDecodeParams& p, std::int64_t row,
-                                                              std::int64_t entry, std::int64_t end) {
-  if (entry >= end) return nullptr;
-  const std::int64_t slot = __ldg(p.indices + row * p.indices_stride_row + entry);
-  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
-}
-
-/// Lane 8 i + j: token 8 warp + j of tile first_tile + i.
-__device__ __forceinline__ const std::uint8_t* address_batch(const params::SparseDecodeParams& p, std::int64_t row,
-                                                             std::int64_t begin, std::int64_t end, int first_tile,
-                                                             int warp, int lane) {
+/// The slots of tiles [first_tile, first_tile + kBatchTiles) a producer warp
+/// copies: lane 8 i + j holds token 8 warp + j of tile first_tile + i, or -1
+/// past the block's range. Loaded a batch before their addresses are needed.
+__device__ __forceinline__ std::int64_t slot_batch(const params::SparseDecodeParams& p, std::int64_t row,
+                                                   std::int64_t begin, std::int64_t end, int first_tile, int warp,
+                                                   int lane) {
   const std::int64_t entry = begin + static_cast<std::int64_t>(first_tile + lane / kWarpTokens) * kTileTokens +
                              kWarpTokens * warp + lane % kWarpTokens;
-  return record_or_null(p, row, entry, end);
+  return entry < end ? __ldg(p.indices + row * p.indices_stride_row + entry) : -1;
+}
+
+/// The record of a slot, or null for one negative or past capacity (never read).
+__device__ __forceinline__ const std::uint8_t* record_or_null(const params::SparseDecodeParams& p, std::int64_t slot) {
+  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// The producer warp's records of tile `tile` into ring stage `stage`:
-/// entries without a record are not copied (the decode writes zeros).
+/// entries without a record are not copied (the decode writes zeros). The
+/// warp's reads of the stage's previous records are fenced already (the
+/// fence that publishes its key tile).
 template <int kRecordBytes>
 __device__ __forceinline__ void issue_tile(Storage<kRecordBytes>& sh, const std::uint8_t* batch, int tile, int stage,
                                            int warp, int lane) {
   const auto* record = reinterpret_cast<const std::uint8_t*>(__shfl_sync(
       0xFFFFFFFFu, reinterpret_cast<std::uintptr_t>(batch), (tile % kBatchTiles) * kWarpTokens + lane % kWarpTokens));
   const unsigned copied = __ballot_sync(0xFFFFFFFFu, lane < kWarpTokens && record != nullptr);
-  bulk_copy_fence();  // this warp's reads of the stage's previous records come first
   if (lane == 0) {
     bulk_barrier_expect(&sh.landed[stage][warp], static_cast<std::uint32_t>(__popc(copied)) * kRecordBytes);
   }
@@ -94,26 +93,27 @@ __device__ __forceinline__ void issue_tile(Storage<kRecordBytes>& sh, const std:
   }
 }
 
-/// Decodes the producer warp's 8 staged records into rows 8 warp.. of `keys`:
-/// in step i, lane (g = lane / 4, c = lane % 4) decodes latent group 4 i + c
-/// (dims 16 (4 i + c)..) and RoPE pair 4 i + c of token g, so that the 32
-/// lanes' 16-byte stores land in 32 different chunks of the swizzle (rows g
-/// differ in row % 8) and no two share a bank. A lane whose token has no record
-/// decodes the stale bytes anyway and stores zeros.
+/// Decodes the producer warp's kWarpTokens staged records into rows
+/// kWarpTokens warp.. of `keys`: in step i, lane (g = lane / 8, j = lane % 8)
+/// decodes latent group 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of
+/// token g, so that the 32 lanes' 16-byte stores spread evenly over the
+/// swizzle's 8 chunk columns (4 stores each: the fewest for 512 bytes). A lane
+/// whose token has no record decodes the stale bytes anyway and stores zeros.
 template <class Codec>
 __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& sh, const codec::DecodeParams& params,
                                             int stage, int buffer, int warp, int lane) {
-  constexpr int kSteps = codec::kLanes / 4;  // 4 of a token's 32 groups per step
-  static_assert(kWarpTokens * 4 == kWarpSize, "a lane a (token, group)");
-  const int g = lane / 4;
-  const int c = lane % 4;
+  constexpr int kLanesPerToken = kWarpSize / kWarpTokens;
+  constexpr int kSteps = codec::kLanes / kLanesPerToken;
+  const int g = lane / kLanesPerToken;
+  const int j = lane % kLanesPerToken;
   const int row = kWarpTokens * warp + g;
+  __syncwarp();  // lanes < kWarpTokens wrote staged_valid when they issued the copies
   const bool valid = sh.staged_valid[stage][row] != 0;
   const std::uint8_t* record = sh.records[stage][warp][g];
   std::uint8_t* keys = sh.keys[buffer];
-#pragma unroll 2
+#pragma unroll  // the steps' decodes are independent: all in flight at once
   for (int i = 0; i < kSteps; ++i) {
-    const int group = 4 * i + c;
+    const int group = kLanesPerToken * i + j;
     alignas(16) std::uint16_t kv[codec::kLatentPerLane];
     alignas(4) std::uint16_t pe[codec::kRopePerLane];
     codec::decode_lane_bf16_bits<Codec>(group, record, params, kv, pe);
@@ -127,13 +127,8 @@ __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& 
         keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group, kKeyBlockBytes)) =
         valid ? *reinterpret_cast<const std::uint32_t*>(pe) : 0u;
   }
-  const unsigned mask = __ballot_sync(0xFFFFFFFFu, valid && c == 0);  // bit 4 t: token t of the warp
-  if (lane == 0) {
-    unsigned bits = 0;
-#pragma unroll
-    for (int t = 0; t < kWarpTokens; ++t) bits |= (mask >> (4 * t) & 1u) << t;
-    sh.valid_bits[buffer][warp] = bits;
-  }
+  if (lane < kWarpTokens)
+    sh.valid[buffer][kWarpTokens * warp + lane] = sh.staged_valid[stage][kWarpTokens * warp + lane];
 }
 
 /// Issues (and commits) o (this warpgroup's 64 heads x 256 dims of `half`) += P x V of the tile.
@@ -214,7 +209,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRing = kStages<kRecordBytes>;
   constexpr int kKeys = kKeyBuffers<kRecordBytes>;
-  static_assert(kRing >= 2 && kRing - 1 <= kBatchTiles, "the ring starts within the first batch");
+  static_assert(kRing >= 2 && kRing <= kBatchTiles, "the ring starts within the first batch");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage<kRecordBytes>*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
 
@@ -263,30 +258,31 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (warpgroup == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    const int producer = warp;
     codec::DecodeParams params = p.decode;
     if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-    const std::uint8_t* batch = address_batch(p, row, begin, end, 0, warp, lane);
-    const std::uint8_t* next_batch = address_batch(p, row, begin, end, kBatchTiles, warp, lane);
+    const std::uint8_t* batch = record_or_null(p, slot_batch(p, row, begin, end, 0, producer, lane));
+    std::int64_t next_slots = slot_batch(p, row, begin, end, kBatchTiles, producer, lane);
 #pragma unroll
-    for (int s = 0; s < kRing - 1; ++s) {
-      if (s < tiles) issue_tile(sh, batch, s, s, warp, lane);
+    for (int s = 0; s < kRing; ++s) {
+      if (s < tiles) issue_tile(sh, batch, s, s, producer, lane);
     }
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
       const int stage = t % kRing;
-      if (const int tile = t + kRing - 1; tile < tiles) {
-        if (tile % kBatchTiles == 0) {  // the next batch was loaded a batch ago
-          batch = next_batch;
-          next_batch = address_batch(p, row, begin, end, tile + kBatchTiles, warp, lane);
-        }
-        issue_tile(sh, batch, tile, tile % kRing, warp, lane);
-      }
       const int buffer = t % kKeys;
-      bulk_barrier_wait(&sh.landed[stage][warp], static_cast<std::uint32_t>(t / kRing) & 1u);
+      bulk_barrier_wait(&sh.landed[stage][producer], static_cast<std::uint32_t>(t / kRing) & 1u);
       bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeys) & 1u) ^ 1u);
-      decode_tile<Codec>(sh, params, stage, buffer, warp, lane);
-      bulk_copy_fence();  // the key tile's ordinary stores before the wgmma read them
+      decode_tile<Codec>(sh, params, stage, buffer, producer, lane);
+      bulk_copy_fence();  // the key tile's stores before the wgmma read it, the stage's reads before it is refilled
       barrier_arrive(&sh.keys_full[buffer]);
+      if (const int tile = t + kRing; tile < tiles) {
+        if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
+          batch = record_or_null(p, next_slots);
+          next_slots = slot_batch(p, row, begin, end, tile + kBatchTiles, producer, lane);
+        }
+        issue_tile(sh, batch, tile, stage, producer, lane);
+      }
     }
     return;  // every copy issued was waited for
   }
@@ -313,13 +309,19 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int probs = t % 2;
       const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
       // Online softmax of rows r0 (s[4 i], s[4 i + 1]) and r1 (s[4 i + 2], s[4 i + 3]).
-      const std::uint32_t valid = *reinterpret_cast<const std::uint32_t*>(sh.valid_bits[buffer]);
+      // valid: bit 8 i + 2 e + h of lane c: token 8 i + 2 c + e (tokens 2 c, 2 c + 1 of each 8).
+      std::uint32_t valid = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const auto pair = *reinterpret_cast<const std::uint16_t*>(&sh.valid[buffer][8 * i + 2 * c]);
+        valid |= static_cast<std::uint32_t>((pair & 1u) | (pair >> 7 & 2u)) << (2 * i);
+      }
       float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const bool ok = (valid >> (8 * i + 2 * c + e) & 1u) != 0;
+          const bool ok = (valid >> (2 * i + e) & 1u) != 0;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             float& v = s[4 * i + 2 * h + e];
