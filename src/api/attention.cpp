@@ -4,7 +4,6 @@
 
 #include "api/dispatch.h"
 #include "api/validate.h"
-#include "cpu/cpu_backend.h"
 #include "mlakv/checks.h"
 #if MLAKV_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -33,16 +32,7 @@ void sparse_mla_decode(Format format, const TensorView& q, const TensorView& kv_
   const params::SparseDecodeParams params =
       api::validate_sparse_decode(check, format, q, kv_cache, indices, out, lse, options);
   if (params.rows == 0 || params.heads == 0) return;
-  api::run_on_device(
-      check, q.device, [&] { cpu::sparse_mla_decode(params); },
-      [&] {
-#if MLAKV_WITH_CUDA
-        return cuda::sparse_mla_decode(params, stream);
-#else
-        (void)stream;
-        return 0;
-#endif
-      });
+  api::run_on_device(check, q.device, stream, MLAKV_BACKENDS(sparse_mla_decode, params));
 }
 
 void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, const TensorView& out_b,
@@ -51,16 +41,7 @@ void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, co
   const api::Check check("merge_attention_states", "");
   const params::MergeParams params = api::validate_merge(check, out_a, lse_a, out_b, lse_b, out, lse);
   if (params.rows == 0 || params.heads == 0) return;
-  api::run_on_device(
-      check, out_a.device, [&] { cpu::merge_attention_states(params); },
-      [&] {
-#if MLAKV_WITH_CUDA
-        return cuda::merge_attention_states(params, stream);
-#else
-        (void)stream;
-        return 0;
-#endif
-      });
+  api::run_on_device(check, out_a.device, stream, MLAKV_BACKENDS(merge_attention_states, params));
 }
 
 void check_sparse_mla_decode(Format format, const TensorView& q, const TensorView& kv_cache, const TensorView& indices,

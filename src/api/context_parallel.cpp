@@ -4,10 +4,6 @@
 
 #include "api/dispatch.h"
 #include "api/validate_context_parallel.h"
-#include "cpu/cpu_backend.h"
-#if MLAKV_WITH_CUDA
-#include "cuda/cuda_backend.h"
-#endif
 
 namespace mlakv {
 
@@ -17,16 +13,7 @@ void dcp_local_slots(const TensorView& indices, const TensorView& req_id, const 
   const params::LocalSlotsParams params =
       api::validate_dcp_local_slots(check, indices, req_id, block_table, local_slots, layout);
   if (params.rows == 0 || params.topk == 0) return;
-  api::run_on_device(
-      check, indices.device, [&] { cpu::dcp_local_slots(params); },
-      [&] {
-#if MLAKV_WITH_CUDA
-        return cuda::dcp_local_slots(params, stream);
-#else
-        (void)stream;
-        return 0;
-#endif
-      });
+  api::run_on_device(check, indices.device, stream, MLAKV_BACKENDS(dcp_local_slots, params));
 }
 
 void merge_attention_states(const TensorView& outs, const TensorView& lses, const TensorView& out,
@@ -34,16 +21,7 @@ void merge_attention_states(const TensorView& outs, const TensorView& lses, cons
   const api::Check check("merge_attention_states", "");
   const params::StackedMergeParams params = api::validate_stacked_merge(check, outs, lses, out, lse);
   if (params.rows == 0 || params.heads == 0) return;
-  api::run_on_device(
-      check, outs.device, [&] { cpu::merge_attention_states(params); },
-      [&] {
-#if MLAKV_WITH_CUDA
-        return cuda::merge_attention_states(params, stream);
-#else
-        (void)stream;
-        return 0;
-#endif
-      });
+  api::run_on_device(check, outs.device, stream, MLAKV_BACKENDS(merge_attention_states, params));
 }
 
 }  // namespace mlakv

@@ -4,11 +4,7 @@
 
 #include "api/dispatch.h"
 #include "api/validate.h"
-#include "cpu/cpu_backend.h"
 #include "mlakv/checks.h"
-#if MLAKV_WITH_CUDA
-#include "cuda/cuda_backend.h"
-#endif
 
 namespace mlakv {
 namespace {
@@ -17,14 +13,7 @@ namespace {
 void run_gather(const api::Check& check, const params::GatherParams& params, const Device& device,
                 StreamHandle stream) {
   if (params.num_rows == 0) return;
-#if MLAKV_WITH_CUDA
-  api::run_on_device(
-      check, device, [&] { cpu::gather_records(params); }, [&] { return cuda::gather_records(params, stream); });
-#else
-  (void)stream;
-  api::run_on_device(
-      check, device, [&] { cpu::gather_records(params); }, [] { return 0; });
-#endif
+  api::run_on_device(check, device, stream, MLAKV_BACKENDS(gather_records, params));
 }
 
 }  // namespace

@@ -8,11 +8,7 @@
 #include "api/dispatch.h"
 #include "api/resolve_format.h"
 #include "api/validate.h"
-#include "cpu/cpu_backend.h"
 #include "mlakv/checks.h"
-#if MLAKV_WITH_CUDA
-#include "cuda/cuda_backend.h"
-#endif
 
 namespace mlakv {
 namespace {
@@ -20,14 +16,7 @@ namespace {
 // Runs validated params on the backend of the arrays' device; no tokens is a no-op.
 void run_write(const api::Check& check, const params::WriteParams& params, const Device& device, StreamHandle stream) {
   if (params.num_tokens == 0) return;
-#if MLAKV_WITH_CUDA
-  api::run_on_device(
-      check, device, [&] { cpu::write_records(params); }, [&] { return cuda::write_records(params, stream); });
-#else
-  (void)stream;
-  api::run_on_device(
-      check, device, [&] { cpu::write_records(params); }, [] { return 0; });
-#endif
+  api::run_on_device(check, device, stream, MLAKV_BACKENDS(write_records, params));
 }
 
 // Each entry point's checks: the format it writes and the params of its views.
