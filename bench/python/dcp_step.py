@@ -70,7 +70,7 @@ def time_case(args, fmt, record, cache, table, rows, heads, world, rank, device)
 
     def decode():
         slots = cp.dcp_local_slots(positions, req, table, world_size=world, rank=rank, block_size=BLOCK)
-        state["partial"] = mlakv.sparse_mla_decode(q, cache, fmt, slots, scale=scale, workspace=workspace)
+        state["partial"] = mlakv.sparse_mla_decode(fmt, q, cache, slots, scale=scale, workspace=workspace)
 
     decode()
     partial = state["partial"]

@@ -5,6 +5,7 @@ merge of partial results (context-parallel decode). See ``include/mlakv/attentio
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, like: Any
 
 
 def sparse_mla_workspace(q: Any, indices: Any) -> Any:
-    """A workspace for ``sparse_mla_decode(q, ..., indices, workspace=...)`` on q's device
+    """A workspace for ``sparse_mla_decode(format, q, ..., indices, workspace=...)`` on q's device
     (allocate it once, outside a captured region, and reuse it every step)."""
     call = Call("sparse_mla_workspace")
     call.array("q", q)
@@ -58,10 +59,33 @@ def sparse_mla_workspace(q: Any, indices: Any) -> Any:
     return np.empty((max(size, 16),), dtype=np.uint8)
 
 
+# Whether a call in the old argument order (q, kv_cache, format, ...) has warned in this process.
+_legacy_order_warned = False
+
+
+def _format_first(format: Any, q: Any, kv_cache: Any) -> tuple[Any, Any, Any]:
+    """(format, q, kv_cache) from a call in either order. The old order passes an
+    array first and the format id third; the documented one a str first and an
+    array third, so the two cannot be mistaken: a str third and no str first is
+    the old order, which warns once (DeprecationWarning) and is reordered."""
+    global _legacy_order_warned
+    if isinstance(format, str) or not isinstance(kv_cache, str):
+        return format, q, kv_cache
+    if not _legacy_order_warned:
+        _legacy_order_warned = True
+        warnings.warn(
+            "mlakv.sparse_mla_decode(q, kv_cache, format, ...) is deprecated: pass the format first, "
+            "sparse_mla_decode(format, q, kv_cache, indices, ...), as the C++ call and torch.ops.mlakv do",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return kv_cache, format, q
+
+
 def sparse_mla_decode(
+    format: str,
     q: Any,
     kv_cache: Any,
-    format: str,
     indices: Any,
     topk_len: Any = None,
     sm_scale: float | None = None,
@@ -75,6 +99,10 @@ def sparse_mla_decode(
 ) -> tuple[Any, Any]:
     """Sparse MLA decode reading ``format`` records directly: ``(out [R, H, 512] bf16, lse [R, H] float32)``.
 
+    The format comes first, as in every other call (C++ ``mlakv::sparse_mla_decode``,
+    ``torch.ops.mlakv.sparse_mla_decode``). The old order ``(q, kv_cache, format, ...)`` still
+    works, told apart by the str in third place; it warns once (DeprecationWarning).
+
     q: ``[R, H, 576]`` bf16, the absorbed query (512 latent dims, then 64 RoPE dims).
     kv_cache: ``[num_blocks, block_size, record_bytes]`` uint8 in ``format`` (any format of ``formats()``).
     indices: ``[R, K]`` int32 flat slots; -1 or past capacity contributes nothing and is never read.
@@ -87,6 +115,7 @@ def sparse_mla_decode(
     ``workspace`` (CUDA, optional, from ``sparse_mla_workspace``) lets long rows be split over
     more thread blocks; without it nothing is allocated and each (row, 16 heads) is one block.
     """
+    format, q, kv_cache = _format_first(format, q, kv_cache)
     call = Call("sparse_mla_decode", format)
     call.string("format", format, "must be a str (a format id of mlakv.formats())")
     q = call.array("q", q)

@@ -70,7 +70,7 @@ class Sharded:
         )
 
     def partial(self, rank: int, q, positions: np.ndarray):
-        return mlakv.sparse_mla_decode(q, self.shards[rank], self.fmt, self.slots(rank, positions), scale=1.0)
+        return mlakv.sparse_mla_decode(self.fmt, q, self.shards[rank], self.slots(rank, positions), scale=1.0)
 
 
 def worker(rank: int, world: int, store: str, backend: str, failures) -> None:
@@ -108,7 +108,7 @@ def worker(rank: int, world: int, store: str, backend: str, failures) -> None:
         slots_t = t(s.slots(rank, positions))
 
         def step():
-            out, lse = mlakv.sparse_mla_decode(q_t, cache_t, s.fmt, slots_t, scale=torch.ones(1, device=device))
+            out, lse = mlakv.sparse_mla_decode(s.fmt, q_t, cache_t, slots_t, scale=torch.ones(1, device=device))
             return mdist.merge_across_ranks(out, lse), mdist.merge_across_ranks_sharded(out, lse)
 
         (got_out, got_lse), (shard_out, shard_lse) = step()

@@ -4,10 +4,13 @@ reference): agreement with a softmax over gather_records' keys, entry rules, mer
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import mlakv
+import mlakv.attention
 from conftest import BF16
 
 FORMATS = [f["id"] for f in mlakv.formats() if f["geometry"]["nope_dims"] == 512]  # the decode reads these
@@ -57,7 +60,7 @@ def test_sparse_mla_decode_equals_softmax_over_gathered_keys(fmt):
     indices = rng.integers(0, 256, size=(2, 40)).astype(np.int32)
     indices[0, 3] = -1
     indices[1, 5] = 9999
-    out, lse = mlakv.sparse_mla_decode(q, cache, fmt, indices, scale=1.0)
+    out, lse = mlakv.sparse_mla_decode(fmt, q, cache, indices, scale=1.0)
     assert out.dtype == BF16 and out.shape == (2, 16, 512)
     assert lse.dtype == np.float32 and lse.shape == (2, 16)
     ref_out, ref_lse = reference(fmt, cache, q, indices)
@@ -70,8 +73,8 @@ def test_topk_len_and_empty_rows():
     rng = np.random.default_rng(2)
     q = rng.standard_normal((2, 16, 576)).astype(np.float32).astype(BF16)
     indices = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.int32)
-    out, lse = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla", indices, topk_len=np.array([2, 0], np.int32))
-    want, want_lse = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla", np.array([[1, 2, -1, -1], [-1] * 4], np.int32))
+    out, lse = mlakv.sparse_mla_decode("nvfp4_ds_mla", q, cache, indices, topk_len=np.array([2, 0], np.int32))
+    want, want_lse = mlakv.sparse_mla_decode("nvfp4_ds_mla", q, cache, np.array([[1, 2, -1, -1], [-1] * 4], np.int32))
     np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
     np.testing.assert_array_equal(lse, want_lse)
     assert np.all(lse[1] == -np.inf) and not np.any(out[1].astype(np.float32))
@@ -82,24 +85,72 @@ def test_merge_of_two_halves_equals_the_whole():
     rng = np.random.default_rng(4)
     q = rng.standard_normal((1, 32, 576)).astype(np.float32).astype(BF16)
     indices = rng.integers(0, 256, size=(1, 128)).astype(np.int32)
-    a, la = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", indices[:, :50].copy())
-    b, lb = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", indices[:, 50:].copy())
-    whole, lw = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", indices)
+    a, la = mlakv.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, indices[:, :50].copy())
+    b, lb = mlakv.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, indices[:, 50:].copy())
+    whole, lw = mlakv.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, indices)
     merged, lm = mlakv.merge_attention_states(a, la, b, lb)
     np.testing.assert_allclose(merged.astype(np.float32), whole.astype(np.float32), rtol=2**-7, atol=2e-3)
     np.testing.assert_allclose(lm, lw, rtol=1e-5)
+
+
+def test_format_first_order_does_not_warn():
+    cache = make_cache("nvfp4_ds_mla")
+    q = np.random.default_rng(5).standard_normal((1, 16, 576)).astype(np.float32).astype(BF16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mlakv.sparse_mla_decode("nvfp4_ds_mla", q, cache, np.array([[1, 2, 3]], np.int32))
+
+
+def test_old_argument_order_gives_the_same_bytes_and_warns_once(monkeypatch):
+    monkeypatch.setattr(mlakv.attention, "_legacy_order_warned", False)
+    cache = make_cache("nvfp4_ds_mla_fp8_rope")
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((2, 16, 576)).astype(np.float32).astype(BF16)
+    indices = rng.integers(0, 256, size=(2, 40)).astype(np.int32)
+    want, want_lse = mlakv.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, indices)
+    with pytest.warns(DeprecationWarning, match=r"pass the format first") as caught:
+        out, lse = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", indices)
+    assert caught[0].filename == __file__  # the caller's line, not mlakv's
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(lse, want_lse)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process
+        mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", indices)
+
+
+def test_old_order_with_every_positional_argument_as_flashmla_bench_calls_it(monkeypatch):
+    # ../shared/anchors/flashmla/bench.py: sparse_mla_decode(q, cache, fmt, idx, None, SM_SCALE, o, lz, workspace=ws)
+    monkeypatch.setattr(mlakv.attention, "_legacy_order_warned", True)
+    cache = make_cache("bf16")
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((1, 16, 576)).astype(np.float32).astype(BF16)
+    idx = rng.integers(0, 256, size=(1, 24)).astype(np.int32)
+    o, lz = np.zeros((1, 16, 512), BF16), np.zeros((1, 16), np.float32)
+    ws = mlakv.sparse_mla_workspace(q, idx)
+    got = mlakv.sparse_mla_decode(q, cache, "bf16", idx, None, 0.05, o, lz, workspace=ws)
+    assert got[0] is o and got[1] is lz
+    want, want_lse = mlakv.sparse_mla_decode("bf16", q, cache, idx, sm_scale=0.05)
+    np.testing.assert_array_equal(o.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(lz, want_lse)
+
+
+def test_a_format_that_is_not_a_str_is_refused_by_name():
+    cache = make_cache("bf16")
+    q = np.zeros((1, 16, 576), BF16)
+    with pytest.raises(TypeError, match=r"sparse_mla_decode: format: must be a str"):
+        mlakv.sparse_mla_decode(None, q, cache, np.zeros((1, 4), np.int32))
 
 
 def test_bad_arguments_name_the_argument():
     cache = make_cache("bf16")
     q = np.zeros((1, 16, 512), BF16)
     with pytest.raises(ValueError, match=r"sparse_mla_decode\(bf16\): q: shape must be \(R, H, 576\)"):
-        mlakv.sparse_mla_decode(q, cache, "bf16", np.zeros((1, 4), np.int32))
+        mlakv.sparse_mla_decode("bf16", q, cache, np.zeros((1, 4), np.int32))
     q = np.zeros((1, 16, 576), BF16)
     with pytest.raises(TypeError, match=r"indices: dtype must be int32, got int64"):
-        mlakv.sparse_mla_decode(q, cache, "bf16", np.zeros((1, 4), np.int64))
+        mlakv.sparse_mla_decode("bf16", q, cache, np.zeros((1, 4), np.int64))
     with pytest.raises(ValueError, match=r"rope_dtype"):
-        mlakv.sparse_mla_decode(q, cache, "fp8_ds_mla", np.zeros((1, 4), np.int32), rope_dtype="fp32")
+        mlakv.sparse_mla_decode("fp8_ds_mla", q, cache, np.zeros((1, 4), np.int32), rope_dtype="fp32")
     x = np.zeros((1, 2, 4), np.float32)
     with pytest.raises(ValueError, match=r"merge_attention_states: lse_b: shape must be \(R, H\)"):
         mlakv.merge_attention_states(x, np.zeros((1, 2), np.float32), x, np.zeros((2, 1), np.float32))

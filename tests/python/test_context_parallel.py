@@ -33,7 +33,7 @@ def test_per_rank_decode_and_merge_equals_the_whole_cache(fmt, world):
     rng = np.random.default_rng(2)
     q = rng.standard_normal((2, 16, 576)).astype(np.float32).astype(BF16)
     positions = rng.integers(0, s.tokens, size=(2, 64)).astype(np.int32)
-    whole_out, whole_lse = mlakv.sparse_mla_decode(q, s.whole, fmt, positions, scale=1.0)
+    whole_out, whole_lse = mlakv.sparse_mla_decode(fmt, q, s.whole, positions, scale=1.0)
     partials = [s.partial(j, q, positions) for j in range(world)]
     outs = np.stack([p[0] for p in partials])
     out, lse = cp.merge_attention_states(outs, np.stack([p[1] for p in partials]))
@@ -47,7 +47,7 @@ def test_a_row_all_on_one_rank_passes_through_the_merge_bit_exactly():
     s = Sharded("nvfp4_fp8_ds_mla", 2048, 4, seed=1)
     positions = np.flatnonzero(s.owner == 2)[:64].astype(np.int32).reshape(1, 64)
     q = np.random.default_rng(3).standard_normal((1, 16, 576)).astype(np.float32).astype(BF16)
-    whole = mlakv.sparse_mla_decode(q, s.whole, s.fmt, positions, scale=1.0)
+    whole = mlakv.sparse_mla_decode(s.fmt, q, s.whole, positions, scale=1.0)
     partials = [s.partial(j, q, positions) for j in range(4)]
     for j in (0, 1, 3):
         assert np.all(partials[j][1] == -np.inf) and not np.any(_f32(partials[j][0]))
@@ -166,7 +166,7 @@ def test_simulated_ranks_on_one_gpu_match_the_cpu_through_torch_tensors():
     for j in range(4):
         slots = cp.dcp_local_slots(pos_t, req_t, dev(s.tables[j]), world_size=4, rank=j, block_size=BLOCK)
         assert np.array_equal(slots.cpu().numpy(), s.slots(j, positions))
-        out, lse = mlakv.sparse_mla_decode(q_t, dev(s.shards[j]), s.fmt, slots)
+        out, lse = mlakv.sparse_mla_decode(s.fmt, q_t, dev(s.shards[j]), slots)
         outs.append(out)
         lses.append(lse)
     out, lse = cp.merge_attention_states(torch.stack(outs), torch.stack(lses))

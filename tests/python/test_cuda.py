@@ -133,11 +133,11 @@ def test_torch_sparse_mla_decode_matches_cpu(fmt, use_workspace):
     q = rng.standard_normal((3, 32, 576)).astype(np.float32).astype(BF16)
     indices = rng.integers(-1, tokens + 5, size=(3, 300)).astype(np.int32)
     topk_len = np.array([300, 17, 0], np.int32)
-    out, lse = mlakv.sparse_mla_decode(q, cache, fmt, indices, topk_len=topk_len)
+    out, lse = mlakv.sparse_mla_decode(fmt, q, cache, indices, topk_len=topk_len)
     tq, tindices = to_torch(q), to_torch(indices)
     workspace = mlakv.sparse_mla_workspace(tq, tindices) if use_workspace else None
     gout, glse = mlakv.sparse_mla_decode(
-        tq, to_torch(cache), fmt, tindices, topk_len=to_torch(topk_len), workspace=workspace
+        fmt, tq, to_torch(cache), tindices, topk_len=to_torch(topk_len), workspace=workspace
     )
     torch.cuda.synchronize()
     assert gout.dtype == torch.bfloat16 and glse.dtype == torch.float32
@@ -156,12 +156,12 @@ def test_torch_sparse_mla_decode_is_capturable_in_a_cuda_graph():
     out = torch.empty(2, 64, 512, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(2, 64, device="cuda", dtype=torch.float32)
     workspace = mlakv.sparse_mla_workspace(q, indices)
-    mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla", indices, out=out, lse=lse, workspace=workspace)
+    mlakv.sparse_mla_decode("nvfp4_ds_mla", q, cache, indices, out=out, lse=lse, workspace=workspace)
     eager = out.clone()
     out.zero_()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla", indices, out=out, lse=lse, workspace=workspace)
+        mlakv.sparse_mla_decode("nvfp4_ds_mla", q, cache, indices, out=out, lse=lse, workspace=workspace)
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, eager)

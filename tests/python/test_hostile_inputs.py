@@ -111,7 +111,7 @@ def test_empty_arrays_are_a_no_op_whatever_their_strides():
 def test_sparse_decode_with_no_rows_or_no_heads_is_a_no_op(rows, heads):
     cache = aligned((1, 64, 368))
     q = np.zeros((rows, heads, 576), BF16)
-    out, lse = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", np.zeros((rows, 4), np.int32))
+    out, lse = mlakv.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, np.zeros((rows, 4), np.int32))
     assert out.shape == (rows, heads, 512) and lse.shape == (rows, heads)
 
 
@@ -277,12 +277,12 @@ def _hostile_calls():
             PAGED + "num_rows: must be an int, got str",
         ),
         "decode q list": (
-            lambda: mlakv.sparse_mla_decode([[1.0]], cache, "fp8_ds_mla", idx),
+            lambda: mlakv.sparse_mla_decode("fp8_ds_mla", [[1.0]], cache, idx),
             TypeError,
             "mlakv::sparse_mla_decode(fp8_ds_mla): q: " + NOT_AN_ARRAY + "list",
         ),
         "decode sm_scale str": (
-            lambda: mlakv.sparse_mla_decode(q, cache, "fp8_ds_mla", idx, sm_scale="x"),
+            lambda: mlakv.sparse_mla_decode("fp8_ds_mla", q, cache, idx, sm_scale="x"),
             TypeError,
             "mlakv::sparse_mla_decode(fp8_ds_mla): sm_scale: must be a float (None: 1/sqrt(576)), got str",
         ),
