@@ -153,6 +153,7 @@ def test_mlakv_command_inspect_decodes_one_record(tmp_path):
     inspect = ["inspect", "--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "4", "--slot", "6", "--values", "4").stdout
     assert "slot 6 = block 1, position 2" in out
+    assert "page [   736,    992)  record    [   0,  256)  latent_codes" in out  # 2 x 368 into the page
     assert "all zero (ok)" in out  # the pad check
     for name in ("latent_codes", "group_scales", "rope_scale", "rope"):
         assert name in out
@@ -173,8 +174,8 @@ def test_mlakv_command_inspect_reads_a_token_of_a_block_planar_v4_page(tmp_path)
     inspect = ["inspect", "--format", "fp8_ds_mla", "--record-bytes", "584", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
     assert "slot 65 = block 1, position 1; page at byte 37440" in out
-    assert f"{1 * 576} +[   0,  448)  nope" in out  # token 1's data row
-    assert f"{64 * 576 + 8} +[   0,    7)  tile_scales" in out  # its scale row, after all 64 data rows
+    assert "page [   576,   1024)  data row  [   0,  448)  nope" in out  # token 1's data row
+    assert f"page [ {64 * 576 + 8},  {64 * 576 + 15})  scale row [   0,    7)  tile_scales" in out  # after 64 data rows
     assert "UE8M0" in out and "all zero (ok)" in out  # the scale pad
     decoded_kv, _ = mlakv.gather_records("fp8_ds_mla_v4", view, [65])
     line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
@@ -195,7 +196,9 @@ def test_mlakv_command_inspect_reads_a_v41_fp4_record_by_its_id(tmp_path):
     inspect = ["inspect", "--format", "nvfp4_ds_mla_v41", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
     assert out.startswith("nvfp4_ds_mla_v41: slot 65 = block 1, position 1; page at byte 18432")
-    assert "288 +[   0,  256)  codes" in out and "544 +[ 256,  288)  tile_scales" in out  # token 1's record
+    # Token 1's fields: their bytes in the page, then the same bytes in the record (not added to each other).
+    assert "page [   288,    544)  record    [   0,  256)  codes" in out
+    assert "page [   544,    576)  record    [ 256,  288)  tile_scales" in out
     decoded_kv, _ = mlakv.gather_records("nvfp4_ds_mla_v41", cache, [65])
     line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
     values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]

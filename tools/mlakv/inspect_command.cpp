@@ -51,8 +51,18 @@ std::string list(const std::vector<float>& values, int n) {
   return out;
 }
 
-// What a field holds, read as its element type says: f32, E4M3 or UE8M0 scales, zero padding, or bytes.
-void print_field(const FieldInfo& f, const std::uint8_t* bytes, std::int64_t page_offset, int values) {
+// The row a field's FieldInfo::offset counts from: the token's record (token-major pages), or
+// its data or scale row (block-planar pages).
+const char* row_name(const FormatInfo& info, const FieldInfo& f) {
+  if (info.page.kind == PageKind::kTokenMajor) return "record";
+  return f.region == kScaleRegion ? "scale row" : "data row";
+}
+
+// One line a field: its bytes in the page, the same bytes in its row (two
+// ranges, each labelled, neither added to the other), and what it holds, read
+// as its element type says: f32, E4M3 or UE8M0 scales, zero padding, or bytes.
+void print_field(const FormatInfo& info, const FieldInfo& f, const std::uint8_t* bytes, std::int64_t page_offset,
+                 int values) {
   const std::string name(f.name);
   std::string shown;
   if (f.element == "UE8M0") {
@@ -74,8 +84,8 @@ void print_field(const FieldInfo& f, const std::uint8_t* bytes, std::int64_t pag
   } else {
     shown = hex(bytes, std::min(f.bytes, 16)) + (f.bytes > 16 ? " ..." : "");
   }
-  fmt::print("  {:>6} +[{:>4}, {:>4})  {:<14} {:<44} {}\n", page_offset, f.offset, f.offset + f.bytes, f.name,
-             f.contents, shown);
+  fmt::print("  page [{:>6}, {:>6})  {:<9} [{:>4}, {:>4})  {:<14} {:<44} {}\n", page_offset, page_offset + f.bytes,
+             row_name(info, f), f.offset, f.offset + f.bytes, f.name, f.contents, shown);
 }
 
 void run_inspect(const InspectOptions& o) {
@@ -129,7 +139,7 @@ void run_inspect(const InspectOptions& o) {
              o.cache);
   for (const FieldInfo& f : info.fields) {
     const std::int64_t at = field_offset(info, f, o.block_size, token);
-    print_field(f, page + at, at, o.values);
+    print_field(info, f, page + at, at, o.values);
   }
 
   // The decoded values, through the library's reader on the page.
