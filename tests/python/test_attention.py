@@ -93,6 +93,13 @@ def test_merge_of_two_halves_equals_the_whole():
     np.testing.assert_allclose(lm, lw, rtol=1e-5)
 
 
+def decode_inputs(fmt: str, rows: int, topk: int, seed: int):
+    """A cache of ``fmt``, a bf16 query [rows, 16, 576] and random slots [rows, topk]."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((rows, 16, 576)).astype(np.float32).astype(BF16)
+    return make_cache(fmt), q, rng.integers(0, 256, size=(rows, topk)).astype(np.int32)
+
+
 def test_format_first_order_does_not_warn():
     cache = make_cache("nvfp4_ds_mla")
     q = np.random.default_rng(5).standard_normal((1, 16, 576)).astype(np.float32).astype(BF16)
@@ -103,10 +110,7 @@ def test_format_first_order_does_not_warn():
 
 def test_old_argument_order_gives_the_same_bytes_and_warns_once(monkeypatch):
     monkeypatch.setattr(mlakv.attention, "_legacy_order_warned", False)
-    cache = make_cache("nvfp4_ds_mla_fp8_rope")
-    rng = np.random.default_rng(6)
-    q = rng.standard_normal((2, 16, 576)).astype(np.float32).astype(BF16)
-    indices = rng.integers(0, 256, size=(2, 40)).astype(np.int32)
+    cache, q, indices = decode_inputs("nvfp4_ds_mla_fp8_rope", rows=2, topk=40, seed=6)
     want, want_lse = mlakv.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, indices)
     with pytest.warns(DeprecationWarning, match=r"pass the format first") as caught:
         out, lse = mlakv.sparse_mla_decode(q, cache, "nvfp4_ds_mla_fp8_rope", indices)
@@ -121,10 +125,7 @@ def test_old_argument_order_gives_the_same_bytes_and_warns_once(monkeypatch):
 def test_old_order_with_every_positional_argument_as_flashmla_bench_calls_it(monkeypatch):
     # ../shared/anchors/flashmla/bench.py: sparse_mla_decode(q, cache, fmt, idx, None, SM_SCALE, o, lz, workspace=ws)
     monkeypatch.setattr(mlakv.attention, "_legacy_order_warned", True)
-    cache = make_cache("bf16")
-    rng = np.random.default_rng(7)
-    q = rng.standard_normal((1, 16, 576)).astype(np.float32).astype(BF16)
-    idx = rng.integers(0, 256, size=(1, 24)).astype(np.int32)
+    cache, q, idx = decode_inputs("bf16", rows=1, topk=24, seed=7)
     o, lz = np.zeros((1, 16, 512), BF16), np.zeros((1, 16), np.float32)
     ws = mlakv.sparse_mla_workspace(q, idx)
     got = mlakv.sparse_mla_decode(q, cache, "bf16", idx, None, 0.05, o, lz, workspace=ws)
