@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "mlakv/attention.h"
+#include "mlakv/context_parallel.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
 #include "mlakv/tensor_view.h"
@@ -36,5 +37,9 @@ void check_sparse_mla_decode(Format format, const TensorView& q, const TensorVie
 
 void check_merge_attention_states(const TensorView& out_a, const TensorView& lse_a, const TensorView& out_b,
                                   const TensorView& lse_b, const TensorView& out, const TensorView& lse);
+void check_dcp_local_slots(const TensorView& indices, const TensorView& req_id, const TensorView& block_table,
+                           const TensorView& local_slots, const ContextParallelLayout& layout);
+void check_merge_attention_states(const TensorView& outs, const TensorView& lses, const TensorView& out,
+                                  const TensorView& lse);
 
 }  // namespace mlakv

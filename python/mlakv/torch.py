@@ -12,6 +12,8 @@ imports ``mlakv.torch`` once, after which::
     out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...)
     out, lse = torch.ops.mlakv.merge_attention_states(out_a, lse_a, out_b, lse_b)
     torch.ops.mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, device)
+    slots = torch.ops.mlakv.dcp_local_slots(indices, req_id, block_table, world_size=N, rank=r, block_size=B)
+    out, lse = torch.ops.mlakv.merge_attention_states_stacked(outs, lses)   # [N, R, H, D], [N, R, H]: N-way
 
 The schemas declare what each op writes (the cache, gather_records_out's out, the decode's workspace) and
 nothing else. Each op hands the extension its tensors' pointers, dtypes, shapes,
@@ -592,6 +594,79 @@ _define(
     "merge_attention_states(Tensor out_a, Tensor lse_a, Tensor out_b, Tensor lse_b) -> (Tensor, Tensor)",
     _merge_attention_states,
     _merge_attention_states_fake,
+)
+
+
+# --- context parallel (mlakv.context_parallel; docs/context_parallel.md) -----------------------------------------
+
+
+def _dcp_local_slots(indices, req_id, block_table, *, world_size, rank, block_size, interleave=1):
+    out = torch.empty(indices.shape, dtype=torch.int32, device=indices.device)
+    _raw.dcp_local_slots(
+        _view(indices),
+        _view(req_id),
+        _view(block_table),
+        _view(out),
+        world_size,
+        rank,
+        interleave,
+        block_size,
+        _stream(indices),
+        True,
+    )
+    return out
+
+
+def _dcp_local_slots_fake(indices, req_id, block_table, *, world_size, rank, block_size, interleave=1):
+    out = torch.empty(indices.shape, dtype=torch.int32, device=indices.device)
+    _fake_checks(
+        lambda v: _raw.dcp_local_slots(
+            v(indices),
+            v(req_id),
+            v(block_table),
+            v(out),
+            _hint(world_size),
+            _hint(rank),
+            _hint(interleave),
+            _hint(block_size),
+            0,
+            False,
+        )
+    )
+    return out
+
+
+_define(
+    "dcp_local_slots(Tensor indices, Tensor req_id, Tensor block_table, *, int world_size, int rank, "
+    "int block_size, int interleave=1) -> Tensor",
+    _dcp_local_slots,
+    _dcp_local_slots_fake,
+)
+
+
+def _stacked_merge_outputs(outs, lses):
+    out = torch.empty(outs.shape[1:], dtype=outs.dtype, device=outs.device)
+    lse = torch.empty(outs.shape[1:3], dtype=torch.float32, device=outs.device)
+    return out, lse
+
+
+def _merge_attention_states_stacked(outs, lses):
+    out, lse = _stacked_merge_outputs(outs, lses)
+    _raw.merge_attention_states_stacked(_view(outs), _view(lses), _view(out), _view(lse), _stream(outs), True)
+    return out, lse
+
+
+def _merge_attention_states_stacked_fake(outs, lses):
+    out, lse = _stacked_merge_outputs(outs, lses)
+    _fake_checks(lambda v: _raw.merge_attention_states_stacked(v(outs), v(lses), v(out), v(lse), 0, False))
+    return out, lse
+
+
+# mlakv.context_parallel.merge_attention_states(outs, lses): its own name, as the ops have no overloads.
+_define(
+    "merge_attention_states_stacked(Tensor outs, Tensor lses) -> (Tensor, Tensor)",
+    _merge_attention_states_stacked,
+    _merge_attention_states_stacked_fake,
 )
 
 

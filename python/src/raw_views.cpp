@@ -142,6 +142,25 @@ void merge_attention_states_raw(nb::handle out_a, nb::handle lse_a, nb::handle o
   merge_attention_states(a, la, b, lb, o, l, to_stream(stream));
 }
 
+void dcp_local_slots_raw(nb::handle indices, nb::handle req_id, nb::handle block_table, nb::handle local_slots,
+                         std::int64_t world_size, std::int64_t rank, std::int64_t interleave, std::int64_t block_size,
+                         std::uintptr_t stream, bool run) {
+  const TensorView idx = raw_view(indices), req = raw_view(req_id), table = raw_view(block_table);
+  const TensorView local = raw_view(local_slots);
+  const ContextParallelLayout layout{world_size, rank, interleave, block_size};
+  if (!run) return check_dcp_local_slots(idx, req, table, local, layout);
+  nb::gil_scoped_release release;
+  dcp_local_slots(idx, req, table, local, layout, to_stream(stream));
+}
+
+void merge_attention_states_stacked_raw(nb::handle outs, nb::handle lses, nb::handle out, nb::handle lse,
+                                        std::uintptr_t stream, bool run) {
+  const TensorView partials = raw_view(outs), partial_lses = raw_view(lses), o = raw_view(out), l = raw_view(lse);
+  if (!run) return check_merge_attention_states(partials, partial_lses, o, l);
+  nb::gil_scoped_release release;
+  merge_attention_states(partials, partial_lses, o, l, to_stream(stream));
+}
+
 }  // namespace
 
 void register_raw_entry_points(nb::module_& m) {
@@ -160,6 +179,10 @@ void register_raw_entry_points(nb::module_& m) {
           "run"_a);
   raw.def("merge_attention_states", &merge_attention_states_raw, "out_a"_a, "lse_a"_a, "out_b"_a, "lse_b"_a, "out"_a,
           "lse"_a, "stream"_a, "run"_a);
+  raw.def("dcp_local_slots", &dcp_local_slots_raw, "indices"_a, "req_id"_a, "block_table"_a, "local_slots"_a,
+          "world_size"_a, "rank"_a, "interleave"_a, "block_size"_a, "stream"_a, "run"_a);
+  raw.def("merge_attention_states_stacked", &merge_attention_states_stacked_raw, "outs"_a, "lses"_a, "out"_a, "lse"_a,
+          "stream"_a, "run"_a);
 }
 
 }  // namespace mlakv::python

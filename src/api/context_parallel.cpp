@@ -4,6 +4,7 @@
 
 #include "api/dispatch.h"
 #include "api/validate_context_parallel.h"
+#include "mlakv/checks.h"
 
 namespace mlakv {
 
@@ -22,6 +23,18 @@ void merge_attention_states(const TensorView& outs, const TensorView& lses, cons
   const params::StackedMergeParams params = api::validate_stacked_merge(check, outs, lses, out, lse);
   if (params.rows == 0 || params.heads == 0) return;
   api::run_on_device(check, outs.device, stream, MLAKV_BACKENDS(merge_attention_states, params));
+}
+
+void check_dcp_local_slots(const TensorView& indices, const TensorView& req_id, const TensorView& block_table,
+                           const TensorView& local_slots, const ContextParallelLayout& layout) {
+  const api::Check check("dcp_local_slots", "");
+  (void)api::validate_dcp_local_slots(check, indices, req_id, block_table, local_slots, layout);
+}
+
+void check_merge_attention_states(const TensorView& outs, const TensorView& lses, const TensorView& out,
+                                  const TensorView& lse) {
+  const api::Check check("merge_attention_states", "");
+  (void)api::validate_stacked_merge(check, outs, lses, out, lse);
 }
 
 }  // namespace mlakv

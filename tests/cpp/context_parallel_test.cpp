@@ -270,13 +270,22 @@ TEST(merge_attention_states_n_way, minus_infinity_partials_contribute_nothing_ev
 TEST(dcp_local_slots_validation, rejects_a_bad_layout_or_shape_and_writes_nothing) {
   ShardedSequence s(Format::kFp8E4m3, 256, 2, 1, 1);
   std::vector<std::int32_t> positions(8, 0), req(2, 1), out(8, 77);
+  // The call, and check_dcp_local_slots (mlakv/checks.h: the torch op's fake), refuse alike.
   const auto run = [&](ContextParallelLayout layout, std::int64_t out_cols, const std::string& message) {
-    try {
-      dcp_local_slots(make_view(positions.data(), DType::kInt32, {2, 4}), make_view(req.data(), DType::kInt32, {2}),
-                      s.table_view(0), make_view(out.data(), DType::kInt32, {2, out_cols}), layout);
-      ADD_FAILURE() << "accepted; expected: " << message;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), message);
+    const TensorView indices = make_view(positions.data(), DType::kInt32, {2, 4});
+    const TensorView req_id = make_view(req.data(), DType::kInt32, {2});
+    const TensorView local = make_view(out.data(), DType::kInt32, {2, out_cols});
+    for (const bool checks_only : {false, true}) {
+      try {
+        if (checks_only) {
+          check_dcp_local_slots(indices, req_id, s.table_view(0), local, layout);
+        } else {
+          dcp_local_slots(indices, req_id, s.table_view(0), local, layout);
+        }
+        ADD_FAILURE() << "accepted; expected: " << message;
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), message);
+      }
     }
     EXPECT_EQ(out, std::vector<std::int32_t>(8, 77));
   };
@@ -284,17 +293,28 @@ TEST(dcp_local_slots_validation, rejects_a_bad_layout_or_shape_and_writes_nothin
   run({0, 0, 1, 64}, 4, "mlakv::dcp_local_slots: layout.world_size: must be in [1, 64], got 0");
   run({2, 0, 3, 64}, 4, "mlakv::dcp_local_slots: layout.interleave: must be >= 1 and divide block_size = 64, got 3");
   run({2, 0, 1, 64}, 3, "mlakv::dcp_local_slots: local_slots: shape must be (R, K) = (2, 4), got (2, 3)");
+  // What the call accepts, the checks accept, writing nothing.
+  check_dcp_local_slots(make_view(positions.data(), DType::kInt32, {2, 4}), make_view(req.data(), DType::kInt32, {2}),
+                        s.table_view(0), make_view(out.data(), DType::kInt32, {2, 4}), {2, 0, 1, 64});
+  EXPECT_EQ(out, std::vector<std::int32_t>(8, 77));
 }
 
 TEST(merge_attention_states_n_way_validation, rejects_mismatched_shapes_and_overlap_and_writes_nothing) {
   Stack s(2, 1, 2, 4, 1);
   const auto expect_rejected = [&](const TensorView& outs, const TensorView& lses, const TensorView& out,
                                    const std::string& message) {
-    try {
-      merge_attention_states(outs, lses, out, make_view(s.lse.data(), DType::kFloat32, {1, 2}));
-      ADD_FAILURE() << "accepted; expected: " << message;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), message);
+    const TensorView lse = make_view(s.lse.data(), DType::kFloat32, {1, 2});
+    for (const bool checks_only : {false, true}) {  // the call, and its checks alone (mlakv/checks.h)
+      try {
+        if (checks_only) {
+          check_merge_attention_states(outs, lses, out, lse);
+        } else {
+          merge_attention_states(outs, lses, out, lse);
+        }
+        ADD_FAILURE() << "accepted; expected: " << message;
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), message);
+      }
     }
     EXPECT_EQ(s.out, std::vector<float>(8, 99.0f));
     EXPECT_EQ(s.lse, std::vector<float>(2, 99.0f));
@@ -310,6 +330,9 @@ TEST(merge_attention_states_n_way_validation, rejects_mismatched_shapes_and_over
       outs, lses, make_view(s.outs.data(), DType::kFloat32, {1, 2, 4}),
       "mlakv::merge_attention_states: out: must not share memory with outs (inputs and outputs must not overlap), "
       "got overlapping byte ranges");
+  check_merge_attention_states(outs, lses, out, make_view(s.lse.data(), DType::kFloat32, {1, 2}));  // accepted
+  EXPECT_EQ(s.out, std::vector<float>(8, 99.0f));
+  EXPECT_EQ(s.lse, std::vector<float>(2, 99.0f));
 }
 
 }  // namespace

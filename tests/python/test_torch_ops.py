@@ -64,7 +64,7 @@ def written(fmt: str, tokens: int, device: str):
 
 def test_every_op_has_the_schema_mlakv_torch_states():
     """Under either registration: the C++ extension's schemas are mlakv.torch's, op by op."""
-    assert len(mlakv_torch._SCHEMAS) == 9
+    assert len(mlakv_torch._SCHEMAS) == 11
     for name, schema in mlakv_torch._SCHEMAS.items():
         assert str(getattr(ops, name).default._schema) == str(torch._C.parse_schema(f"mlakv::{schema}")), name
 
@@ -112,6 +112,11 @@ out, lse = ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx, None, 0
 merged, merged_lse = ops.merge_attention_states(out.float(), lse, out.float(), lse)
 report["decode"] = [cache.sum().item(), out.float().sum().item(), lse.sum().item(), merged.sum().item()]
 report["workspace"] = ops.sparse_mla_decode_workspace_size(4, 16, 2048, torch.device("cpu"))
+cp_idx = torch.tensor([[0, 1, 64, 130, -1], [63, 127, 200, 5, 64]], dtype=torch.int32)
+req, table = torch.zeros(2, dtype=torch.int32), torch.tensor([[1, 0, 3, 2]], dtype=torch.int32)
+local = ops.dcp_local_slots(cp_idx, req, table, world_size=2, rank=1, block_size=64, interleave=16)
+stacked, stacked_lse = ops.merge_attention_states_stacked(torch.stack([out.float(), merged]), torch.stack([lse, lse]))
+report["context_parallel"] = [local.tolist(), stacked.sum().item(), stacked_lse.sum().item()]
 report["errors"] = errors(
     lambda: ops.concat_and_cache_mla(kv_c.float(), k_pe, cache, slots, "fp8_ds_mla", None),
     lambda: ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, "fp7", None),
@@ -129,6 +134,9 @@ report["errors"] = errors(
     lambda: ops.merge_attention_states(out, lse, out[:1], lse[:1]),
     lambda: ops.sparse_mla_decode_workspace_size(-1, 16, 2048, torch.device("cpu")),
     lambda: ops.concat_and_cache_mla(kv_c[None, None, None], k_pe, cache, slots, "fp8_ds_mla", None),
+    lambda: ops.dcp_local_slots(cp_idx, req, table, world_size=2, rank=2, block_size=64),
+    lambda: ops.dcp_local_slots(cp_idx.long(), req, table, world_size=2, rank=0, block_size=64),
+    lambda: ops.merge_attention_states_stacked(torch.stack([out, out]), lse[None]),
 )
 print(json.dumps(report))
 """
@@ -209,7 +217,7 @@ def test_workspace_size_op_and_a_decode_through_the_workspace(device):
     workspace = torch.empty(max(size, 16), dtype=torch.uint8, device=device)
     opcheck(ops.sparse_mla_decode, (fmt, q, cache, idx), {"workspace": workspace})
     out, lse = ops.sparse_mla_decode(fmt, q, cache, idx, workspace=workspace)
-    want_out, want_lse = mlakv.sparse_mla_decode(q, cache, fmt, idx, workspace=workspace)
+    want_out, want_lse = mlakv.sparse_mla_decode(fmt, q, cache, idx, workspace=workspace)
     assert torch.equal(out, want_out) and torch.equal(lse, want_lse)
 
 
@@ -234,7 +242,7 @@ def test_ops_give_the_python_functions_results(device):
     q = torch.randn(2, 16, 576).to(torch.bfloat16).to(device)
     idx = torch.tensor([[0, 1, 7, -1], [3, -1, 5, 2]], dtype=torch.int32, device=device)
     out, lse = ops.sparse_mla_decode(fmt, q, cache, idx)
-    out_want, lse_want = mlakv.sparse_mla_decode(q, cache, fmt, idx)
+    out_want, lse_want = mlakv.sparse_mla_decode(fmt, q, cache, idx)
     assert torch.equal(out, out_want) and torch.equal(lse, lse_want)
     i32 = {"dtype": torch.int32, "device": device}
     table, lens, cu = torch.tensor([[1, 0]], **i32), torch.tensor([70], **i32), torch.tensor([0, 70], **i32)
@@ -262,6 +270,90 @@ def bad_writer_calls(device: str):
         ("int32 slots", (kv_c, k_pe, cache, slots.int(), "fp8_ds_mla")),
         ("fp8 without scale", (kv_c, k_pe, torch.zeros(2, 64, 576, dtype=torch.uint8, device=device), slots, "fp8")),
     ]
+
+
+# --- context parallel: dcp_local_slots and the N-way merge ----------------------------------------------------------
+
+
+def context_parallel_args(device: str):
+    """Rank 0 of 2 (block size 64): a block table of one request, 2 rows of positions, 3 partials to merge."""
+    i32 = {"dtype": torch.int32, "device": device}
+    indices = torch.tensor([[0, 1, 64, 130, -1], [63, 127, 200, 5, 64]], **i32)
+    req_id, block_table = torch.zeros(2, **i32), torch.tensor([[1, 0, 3, 2]], **i32)
+    g = torch.Generator().manual_seed(8)
+    outs = torch.randn(3, 2, 16, 512, generator=g).to(device)
+    lses = torch.randn(3, 2, 16, generator=g).to(device)
+    lses[1, 0] = float("-inf")
+    return indices, req_id, block_table, outs, lses
+
+
+LAYOUT = {"world_size": 2, "rank": 0, "block_size": 64}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_context_parallel(device):
+    indices, req_id, block_table, outs, lses = context_parallel_args(device)
+    opcheck(ops.dcp_local_slots, (indices, req_id, block_table), LAYOUT)
+    opcheck(ops.dcp_local_slots, (indices, req_id, block_table), {**LAYOUT, "rank": 1, "interleave": 16})
+    opcheck(ops.merge_attention_states_stacked, (outs, lses))
+    opcheck(ops.merge_attention_states_stacked, (outs.to(torch.bfloat16), lses))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_context_parallel_ops_give_the_python_functions_results(device):
+    from mlakv import context_parallel as cp
+
+    indices, req_id, block_table, outs, lses = context_parallel_args(device)
+    for layout in (LAYOUT, {**LAYOUT, "rank": 1}, {**LAYOUT, "rank": 1, "interleave": 16}):
+        got = ops.dcp_local_slots(indices, req_id, block_table, **layout)
+        want = cp.dcp_local_slots(indices, req_id, block_table, **layout)
+        assert got.dtype == torch.int32 and torch.equal(got, want), layout
+    assert (ops.dcp_local_slots(indices, req_id, block_table, **LAYOUT) >= 0).sum() > 0  # some local, some not
+    out, lse = ops.merge_attention_states_stacked(outs, lses)
+    out_want, lse_want = cp.merge_attention_states(outs, lses)
+    assert out.shape == (2, 16, 512) and lse.shape == (2, 16)
+    assert torch.equal(out, out_want) and torch.equal(lse, lse_want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fake_context_parallel_ops_refuse_what_the_real_calls_refuse(device):
+    indices, req_id, block_table, outs, lses = context_parallel_args(device)
+    calls = [
+        (ops.dcp_local_slots, (indices, req_id, block_table), {**LAYOUT, "rank": 2}),
+        (ops.dcp_local_slots, (indices, req_id, block_table), {**LAYOUT, "interleave": 3}),
+        (ops.dcp_local_slots, (indices.long(), req_id, block_table), LAYOUT),
+        (ops.dcp_local_slots, (indices, req_id[:1], block_table), LAYOUT),
+        (ops.merge_attention_states_stacked, (outs, lses[:2]), {}),
+        (ops.merge_attention_states_stacked, (outs.half(), lses), {}),
+    ]
+    for op, args, kwargs in calls:
+        real = error_of(op, *args, **kwargs)
+        assert real is not None, (op, args, kwargs)
+        with FakeTensorMode() as mode:
+            fake_args = [mode.from_tensor(a) for a in args]
+            fake = error_of(op, *fake_args, **kwargs)
+        assert fake == real, (op, args, kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_context_parallel_step_compiles_with_no_graph_break(device):
+    fmt = "nvfp4_ds_mla_fp8_rope"
+    _, _, cache, _ = written(fmt, 8, device)
+    q = torch.randn(2, 16, 576).to(torch.bfloat16).to(device)
+    indices, req_id, block_table, _, _ = context_parallel_args(device)
+
+    def step(q, cache, indices, req_id, block_table):
+        slots = ops.dcp_local_slots(indices, req_id, block_table, **LAYOUT)
+        out, lse = ops.sparse_mla_decode(fmt, q, cache, slots)
+        return ops.merge_attention_states_stacked(torch.stack([out, out]), torch.stack([lse, lse]))
+
+    args = (q, cache, indices, req_id, block_table)
+    explanation = torch._dynamo.explain(step)(*args)
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1, explanation.break_reasons
+    want = step(*args)
+    got = torch.compile(step, fullgraph=True, backend="aot_eager")(*args)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
 
 
 def error_of(call, *args, **kwargs):
