@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int w = 0; w < kProducerWarps; ++w) bulk_barrier_init(&sh.landed[s][w]);
     }
     for (int b = 0; b < kKeys; ++b) {
-      barrier_init(&sh.keys_full[b], 128);
+      barrier_init(&sh.keys_full[b], 2 * 128);
       barrier_init(&sh.keys_empty[b], 8);
     }
     for (int b = 0; b < 2; ++b) {
@@ -256,34 +256,43 @@ __global__ void __launch_bounds__(kThreads, 1)
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
   __syncthreads();
 
-  if (warpgroup == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-    const int producer = warp;
-    codec::DecodeParams params = p.decode;
+  // The decoders: warpgroup 1's warps are producers 0..3, warpgroup 2's 4..7.
+  const int producer = warpgroup == 0 ? 0 : 4 * (warpgroup - 1) + warp;
+  codec::DecodeParams params = p.decode;
+  const std::uint8_t* batch = nullptr;
+  std::int64_t next_slots = -1;
+  // Starts this decoder warp's ring: tiles 0..kRing - 1's copies.
+  const auto start_ring = [&] {
     if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-    const std::uint8_t* batch = record_or_null(p, slot_batch(p, row, begin, end, 0, producer, lane));
-    std::int64_t next_slots = slot_batch(p, row, begin, end, kBatchTiles, producer, lane);
+    batch = record_or_null(p, slot_batch(p, row, begin, end, 0, producer, lane));
+    next_slots = slot_batch(p, row, begin, end, kBatchTiles, producer, lane);
 #pragma unroll
     for (int s = 0; s < kRing; ++s) {
       if (s < tiles) issue_tile(sh, batch, s, s, producer, lane);
     }
-#pragma unroll 1
-    for (int t = 0; t < tiles; ++t) {
-      const int stage = t % kRing;
-      const int buffer = t % kKeys;
-      bulk_barrier_wait(&sh.landed[stage][producer], static_cast<std::uint32_t>(t / kRing) & 1u);
-      bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeys) & 1u) ^ 1u);
-      decode_tile<Codec>(sh, params, stage, buffer, producer, lane);
-      bulk_copy_fence();  // the key tile's stores before the wgmma read it, the stage's reads before it is refilled
-      barrier_arrive(&sh.keys_full[buffer]);
-      if (const int tile = t + kRing; tile < tiles) {
-        if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
-          batch = record_or_null(p, next_slots);
-          next_slots = slot_batch(p, row, begin, end, tile + kBatchTiles, producer, lane);
-        }
-        issue_tile(sh, batch, tile, stage, producer, lane);
+  };
+  // Decodes this warp's tokens of tile t into its key tile, then refills the stage.
+  const auto decode = [&](int t) {
+    const int stage = t % kRing;
+    const int buffer = t % kKeys;
+    bulk_barrier_wait(&sh.landed[stage][producer], static_cast<std::uint32_t>(t / kRing) & 1u);
+    bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeys) & 1u) ^ 1u);
+    decode_tile<Codec>(sh, params, stage, buffer, producer, lane);
+    bulk_copy_fence();  // the key tile's stores before the wgmma read it, the stage's reads before it is refilled
+    barrier_arrive(&sh.keys_full[buffer]);
+    if (const int tile = t + kRing; tile < tiles) {
+      if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
+        batch = record_or_null(p, next_slots);
+        next_slots = slot_batch(p, row, begin, end, tile + kBatchTiles, producer, lane);
       }
+      issue_tile(sh, batch, tile, stage, producer, lane);
     }
+  };
+  if (warpgroup == 2) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    start_ring();
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) decode(t);
     return;  // every copy issued was waited for
   }
 
@@ -415,9 +424,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       sh.row_max[r1] = row_max[1];
     }
   } else {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
+    // This warpgroup's half of tile t + kKeys - 1's decode before tile t's
+    // P x V: as far ahead as the key tiles allow (the tile kKeys before is
+    // released by the P x V of tile t - 1), so that the decode never waits on
+    // warpgroup 0, which scores tile t + 1 before it publishes tile t's weights.
+    constexpr int kAhead = kKeys - 1;
+    start_ring();
+#pragma unroll 1
+    for (int t = 0; t < kAhead && t < tiles; ++t) decode(t);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
+      if (t + kAhead < tiles) decode(t + kAhead);
       const int buffer = t % kKeys;
       const int probs = t % 2;
       bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeys) & 1u);

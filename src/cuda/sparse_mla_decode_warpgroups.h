@@ -14,8 +14,8 @@ namespace mlakv::cuda::warpgroups {
 
 inline constexpr int kHeads = 64;  // the wgmma M: a block's heads
 inline constexpr int kTileTokens = 32;
-inline constexpr int kThreads = 3 * 128;  // two math warpgroups, one producer warpgroup
-inline constexpr int kProducerWarps = 4;
+inline constexpr int kThreads = 3 * 128;
+inline constexpr int kProducerWarps = 8;                          // warpgroups 1 and 2 decode
 inline constexpr int kWarpTokens = kTileTokens / kProducerWarps;  // records a producer warp copies and decodes
 inline constexpr int kBatchTiles = 32 / kWarpTokens;  // tiles whose addresses a warp (32 lanes) finds at once
 inline constexpr int kColumnBlocks = kQueryDim / 64;  // 64-column blocks of a 576-dim row
@@ -26,10 +26,11 @@ inline constexpr int kHalfDims = kValueDim / 2;  // output dims a math warpgroup
 inline constexpr int kSharedLimit = 232448;      // bytes of shared memory a block may opt into on sm_90
 
 // Registers a thread of each warpgroup keeps (setmaxnreg; at most 3 x 168 in
-// all): warpgroup 0 holds 128 output and 32 score accumulators.
-inline constexpr int kScoreRegisters = 216;
-inline constexpr int kValueRegisters = 160;
-inline constexpr int kProducerRegisters = 128;
+// all): warpgroup 0 holds 128 output and 32 score accumulators, warpgroup 1
+// 128 output accumulators beside its decode.
+inline constexpr int kScoreRegisters = 200;
+inline constexpr int kValueRegisters = 200;
+inline constexpr int kProducerRegisters = 104;
 static_assert(kScoreRegisters + kValueRegisters + kProducerRegisters <= 3 * 168, "registers of one block per SM");
 
 /// Shared bytes besides the key tiles and the record ring: the query, two
