@@ -24,6 +24,7 @@
 
 #include "cuda/attention_result.cuh"
 #include "cuda/bulk_copy.cuh"
+#include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_warpgroups.h"
 #include "cuda/warp.cuh"
 #include "cuda/wgmma.cuh"
@@ -55,6 +56,25 @@ struct Storage {
 
 template <int kRecordBytes>
 inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage<kRecordBytes>)) + 1024;  // + alignment slack
+
+/// NVFP4 records go into the key tile as their fragment decode: each latent
+/// group's 16 dims in the order of codec::fragment_dim (the query's latent
+/// dims are stored in that order too, and the output dims put back), times
+/// kKeyScale, which the scores and the output undo in f32. Other records are
+/// stored as the codec's bf16 decode, in order.
+template <class Codec>
+inline constexpr bool kFragmentKeys = requires {
+  &Codec::latent_scale_byte;
+};
+
+template <class Codec>
+inline constexpr float kKeyScale = [] {
+  if constexpr (kFragmentKeys<Codec>) {
+    return kLatentKeyScale<Codec>;
+  } else {
+    return 1.0f;
+  }
+}();
 
 /// The slots of tiles [first_tile, first_tile + kBatchTiles) a producer warp
 /// copies: lane 8 i + j holds token 8 warp + j of tile first_tile + i, or -1
@@ -114,18 +134,22 @@ __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& 
 #pragma unroll  // the steps' decodes are independent: all in flight at once
   for (int i = 0; i < kSteps; ++i) {
     const int group = kLanesPerToken * i + j;
-    alignas(16) std::uint16_t kv[codec::kLatentPerLane];
-    alignas(4) std::uint16_t pe[codec::kRopePerLane];
-    codec::decode_lane_bf16_bits<Codec>(group, record, params, kv, pe);
+    alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
+    std::uint32_t rope;
+    if constexpr (kFragmentKeys<Codec>) {
+      decode_key_fragment<Codec>(group, record, latent, rope);
+    } else {
+      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
+                                          reinterpret_cast<std::uint16_t*>(&rope));
+    }
     const uint4 zero = make_uint4(0, 0, 0, 0);
     const int col = codec::kLatentPerLane * group;
     *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col, kKeyBlockBytes)) =
-        valid ? reinterpret_cast<const uint4*>(kv)[0] : zero;
+        valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;
     *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes)) =
-        valid ? reinterpret_cast<const uint4*>(kv)[1] : zero;
-    *reinterpret_cast<std::uint32_t*>(
-        keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group, kKeyBlockBytes)) =
-        valid ? *reinterpret_cast<const std::uint32_t*>(pe) : 0u;
+        valid ? reinterpret_cast<const uint4*>(latent)[1] : zero;
+    *reinterpret_cast<std::uint32_t*>(keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group,
+                                                                    kKeyBlockBytes)) = valid ? rope : 0u;
   }
   if (lane < kWarpTokens)
     sh.valid[buffer][kWarpTokens * warp + lane] = sh.staged_valid[stage][kWarpTokens * warp + lane];
@@ -155,19 +179,26 @@ __device__ __forceinline__ void add_probs_times_values(float (&o)[128], const st
   wgmma::fence_operands(o);
 }
 
-/// Issues (and commits) s = the tile's scores, 64 heads x 32 keys over 576 dims.
-__device__ __forceinline__ void issue_scores(float (&s)[16], const std::uint8_t* q, const std::uint8_t* keys) {
-  wgmma::fence_operands(s);
+/// Issues (and commits) the tile's scores, 64 heads x 32 keys: the latent
+/// dims' part into `latent`, the RoPE dims' into `rope`.
+__device__ __forceinline__ void issue_scores(float (&latent)[16], float (&rope)[16], const std::uint8_t* q,
+                                             const std::uint8_t* keys) {
+  wgmma::fence_operands(latent);
+  wgmma::fence_operands(rope);
   wgmma::fence();
+  constexpr int kLatentSteps = kLatentDim / 16;
 #pragma unroll
   for (int k = 0; k < kQueryDim / 16; ++k) {
     const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
     const std::uint64_t a = wgmma::descriptor(q + (k / 4) * kQueryBlockBytes + offset, 16, 1024);
     const std::uint64_t b = wgmma::descriptor(keys + (k / 4) * kKeyBlockBytes + offset, 16, 1024);
-    wgmma::mma_64x32(s, a, b, k > 0 ? 1 : 0);
+    if (k < kLatentSteps) {
+      wgmma::mma_64x32(latent, a, b, k > 0 ? 1 : 0);
+    } else {
+      wgmma::mma_64x32(rope, a, b, k > kLatentSteps ? 1 : 0);
+    }
   }
   wgmma::commit();
-  wgmma::fence_operands(s);
 }
 
 /// 2^x by the approximate MUFU instruction (2 ulp; the weights are rounded to bf16 anyway).
@@ -242,16 +273,30 @@ __global__ void __launch_bounds__(kThreads, 1)
     bulk_barrier_init_fence();
   }
   // The block's query heads (zeros past H) in the swizzled layout, 16 bytes at a time.
-  constexpr int kQueryChunks = kQueryDim / 8;
-#pragma unroll 4
-  for (int i = tid; i < kHeads * kQueryChunks; i += kThreads) {
-    const int h = i / kQueryChunks;
-    const int col = 8 * (i % kQueryChunks);
-    uint4 v = make_uint4(0, 0, 0, 0);
+  // A unit is 16 dims: a latent group (in fragment order for NVFP4 keys) or 16 RoPE dims.
+  constexpr int kQueryUnits = kQueryDim / 16;
+#pragma unroll 2
+  for (int i = tid; i < kHeads * kQueryUnits; i += kThreads) {
+    const int h = i / kQueryUnits;
+    const int col = 16 * (i % kQueryUnits);
+    uint4 v[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
     if (head0 + h < p.heads) {
-      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row + (head0 + h) * p.q_stride_head + col));
+      const auto* src =
+          reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row + (head0 + h) * p.q_stride_head + col);
+      v[0] = __ldg(src);
+      v[1] = __ldg(src + 1);
     }
-    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v;
+    if constexpr (kFragmentKeys<Codec>) {
+      if (col < kLatentDim) {
+        const std::uint32_t in_order[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
+        std::uint32_t pairs[8];
+        codec::fragment_pairs_from_dim_order(in_order, pairs);
+        v[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+        v[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
+      }
+    }
+    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v[0];
+    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col + 8, kQueryBlockBytes)) = v[1];
   }
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
   __syncthreads();
@@ -313,7 +358,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Tile t: its online softmax, its probabilities published, its P x V
     // issued; with `in_flight`, tile t + 1's scores run on the tensor cores
     // meanwhile.
-    const auto run_tile = [&](int t, bool in_flight, float(&next)[16]) {
+    const auto run_tile = [&](int t, bool in_flight, float(&next_latent)[16], float(&next_rope)[16]) {
       const int buffer = t % kKeys;
       const int probs = t % 2;
       const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
@@ -382,7 +427,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         // flight (ptxas would serialize every wgmma): the scores land first.
         if (in_flight) {
           wgmma::wait<0>();
-          wgmma::fence_operands(next);
+          wgmma::fence_operands(next_latent);
+          wgmma::fence_operands(next_rope);
         }
         rescale(o, alpha[0], alpha[1]);
       }
@@ -392,25 +438,35 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma::fence_operands(o);
       if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
     };
+    // The scores with the latent keys' factor undone (exact: a power of two).
+    const auto combine = [&](const float(&latent)[16], const float(&rope)[16]) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) s[i] = latent[i] * (1.0f / kKeyScale<Codec>)+rope[i];
+    };
     if (tiles > 0) {
+      float latent[16];
+      float rope[16];
       bulk_barrier_wait(&sh.keys_full[0], 0u);
-      issue_scores(s, sh.q, sh.keys[0]);
+      issue_scores(latent, rope, sh.q, sh.keys[0]);
       wgmma::wait<0>();
-      wgmma::fence_operands(s);
+      wgmma::fence_operands(latent);
+      wgmma::fence_operands(rope);
+      combine(latent, rope);
     }
 #pragma unroll 1
     for (int t = 0; t + 1 < tiles; ++t) {
-      float next[16];
+      float latent[16];
+      float rope[16];
       bulk_barrier_wait(&sh.keys_full[(t + 1) % kKeys], static_cast<std::uint32_t>((t + 1) / kKeys) & 1u);
-      issue_scores(next, sh.q, sh.keys[(t + 1) % kKeys]);
-      run_tile(t, true, next);
-      wgmma::fence_operands(next);
-#pragma unroll
-      for (int i = 0; i < 16; ++i) s[i] = next[i];
+      issue_scores(latent, rope, sh.q, sh.keys[(t + 1) % kKeys]);
+      run_tile(t, true, latent, rope);
+      wgmma::fence_operands(latent);
+      wgmma::fence_operands(rope);
+      combine(latent, rope);
     }
     if (tiles > 0) {
       float unused[16];
-      run_tile(tiles - 1, false, unused);
+      run_tile(tiles - 1, false, unused, unused);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -457,15 +513,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int h = 0; h < 2; ++h) {
     const int r = h == 0 ? r0 : r1;
     const std::int64_t head = head0 + r;
-    if (head >= p.heads) continue;
+    const bool live = head < p.heads;  // every lane runs the loop: the stores swap values in quads
     const HeadTotals totals = finish_head(sh.row_sum[r], sh.row_max[r]);
-    const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
+    const HeadStore<kPartial> store(p, gridDim.y, split, row, live ? head : 0);
+    const float scale = totals.inv_sum * (1.0f / kKeyScale<Codec>);
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
-      store.store_pair(kHalfDims * warpgroup + 8 * i + 2 * c, o[4 * i + 2 * h] * totals.inv_sum,
-                       o[4 * i + 2 * h + 1] * totals.inv_sum);
+      const float v0 = o[4 * i + 2 * h] * scale;
+      const float v1 = o[4 * i + 2 * h + 1] * scale;
+      if constexpr (kFragmentKeys<Codec>) {
+        // Columns 2 c, 2 c + 1 of 16 dims hold fragment pair 4 (i % 2) + c: dims
+        // 8 (i % 2) + c and + 4. Quad neighbours swap one value to store adjacent pairs:
+        // an even lane dims c, c + 1 (its low values), an odd lane c + 3, c + 4 (the high).
+        const int base = kHalfDims * warpgroup + 16 * (i / 2) + 8 * (i % 2) + c;
+        const float other = __shfl_xor_sync(0xFFFFFFFFu, c % 2 == 0 ? v1 : v0, 1);
+        if (!live) continue;
+        if (c % 2 == 0) {
+          store.store_pair(base, v0, other);
+        } else {
+          store.store_pair(base + 3, other, v1);
+        }
+      } else if (live) {
+        store.store_pair(kHalfDims * warpgroup + 8 * i + 2 * c, v0, v1);
+      }
     }
-    if (warpgroup == 0 && c == 0) *store.lse = totals.lse;
+    if (live && warpgroup == 0 && c == 0) *store.lse = totals.lse;
   }
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)

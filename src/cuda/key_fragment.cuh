@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// An NVFP4 record's latent group and RoPE pair decoded for the attention
+// kernels: the group as 8 bf16 pairs in fragment order (codec/nvfp4_fragment.h),
+// times kLatentKeyScale, and the RoPE pair as it is. Both decode kernels take
+// their keys from here: the split-dims kernel into mma fragments, the
+// warpgroup kernel into its shared key tile.
+#pragma once
+
+#include <cstdint>
+
+#include "codec/nvfp4.h"
+#include "codec/nvfp4_fragment.h"
+#include "codec/token.h"
+
+namespace mlakv::cuda {
+
+/// The factor the latent key fragments carry: the fragment scale where the
+/// integer decode applies, 1 where a per-token outer scale needs the f32 path.
+template <class Codec>
+inline constexpr float kLatentKeyScale = Codec::kLatentOuterScale ? 1.0f : codec::kFragmentScale;
+
+/// Lane `group`'s key fragments of one record: its latent group as 8 bf16
+/// pairs in fragment order (times kLatentKeyScale), and its RoPE pair.
+template <class Codec>
+__device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_t* record, std::uint32_t (&latent)[8],
+                                                    std::uint32_t& rope) {
+  const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
+  if constexpr (Codec::kLatentOuterScale) {
+    const float outer = Codec::latent_outer_scale(record);
+    if (!codec::decode_group_fragment_outer(codec::group_codes(record, group), sbyte, outer, latent)) {
+      alignas(16) std::uint16_t in_order[codec::kLatentPerLane];  // an outer scale no writer makes
+      codec::decode_latent_group_bf16(group, record, sbyte, outer, in_order);
+      codec::fragment_pairs_from_dim_order(*reinterpret_cast<const std::uint32_t(*)[8]>(in_order), latent);
+    }
+  } else {
+    codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
+  }
+  rope = Codec::rope_pair_bf16(group, record);
+}
+
+}  // namespace mlakv::cuda
