@@ -325,6 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     decode_tile<Codec>(sh, params, stage, buffer, producer, lane);
     bulk_copy_fence();  // the key tile's stores before the wgmma read it, the stage's reads before it is refilled
     barrier_arrive(&sh.keys_full[buffer]);
+    __syncwarp();  // every lane's reads of the stage (and their fences) come before a lane refills it
     if (const int tile = t + kRing; tile < tiles) {
       if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
         batch = record_or_null(p, next_slots);
