@@ -34,7 +34,7 @@ void decode_key(const std::uint8_t* record, const codec::DecodeParams& params, f
 // One (row, head): scores, then a two-pass softmax over the row's keys.
 void attend(const params::SparseDecodeParams& p, std::int64_t row, std::int64_t head, const std::vector<float>& keys,
             std::int64_t n) {
-  const std::uint16_t* q_bits = p.q + row * p.q_stride_row + head * p.q_stride_head;
+  const std::uint16_t* q_bits = p.q + row * p.q_stride_row_elems + head * p.q_stride_head_elems;
   float q[kKeyDim];
   for (int d = 0; d < kKeyDim; ++d) q[d] = widen_bf16(q_bits[d]);
   std::vector<float> scores(static_cast<std::size_t>(n));
@@ -54,9 +54,9 @@ void attend(const params::SparseDecodeParams& p, std::int64_t row, std::int64_t 
     const float* value = keys.data() + j * kKeyDim;
     for (int d = 0; d < kValueDim; ++d) acc[d] += w * value[d];
   }
-  std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head;
+  std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems;
   for (int d = 0; d < kValueDim; ++d) out[d] = codec::encode_bf16(n > 0 ? acc[d] / l : 0.0f);
-  p.lse[row * p.lse_stride_row + head * p.lse_stride_head] =
+  p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] =
       n > 0 ? m + std::log(l) : -std::numeric_limits<float>::infinity();
 }
 
@@ -70,7 +70,7 @@ void sparse_mla_decode(const params::SparseDecodeParams& p) {
       slots.clear();
       const std::int64_t entries = params::row_entries(p, row);
       for (std::int64_t i = 0; i < entries; ++i) {
-        const std::int64_t slot = p.indices[row * p.indices_stride_row + i];
+        const std::int64_t slot = p.indices[row * p.indices_stride_row_elems + i];
         if (params::slot_in_range(p.cache, slot)) slots.push_back(slot);
       }
       const auto n = static_cast<std::int64_t>(slots.size());

@@ -53,8 +53,8 @@ struct HeadStore {
                                      lse_offset_bytes(splits, p.rows, p.heads)) +
             index;
     } else {
-      out = p.out + row * p.out_stride_row + head * p.out_stride_head;
-      lse = p.lse + row * p.lse_stride_row + head * p.lse_stride_head;
+      out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems;
+      lse = p.lse + row * p.lse_stride_row_elems + head * p.lse_stride_head_elems;
     }
   }
 

@@ -112,9 +112,12 @@ struct KernelChoice {
 };
 
 DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  // A single block or two of 64 heads pay the warpgroup kernel's longer start
-  // (measured at R = 1: 26.5 us against the shared-tile kernel's 21.8).
-  if (choice.warpgroups && heads > 32 && rows * ((heads + 63) / 64) >= 4) return DecodeKernel::kWarpgroups;
+  // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
+  // half empty (at 32 heads it takes the time of 64: H = 64, R = 64 ran in
+  // 86 us where the split-dims kernel took 108 at H = 32). A single block or
+  // two of 64 heads pay its longer start (measured at R = 1: 26.5 us against
+  // the shared-tile kernel's 21.8).
+  if (choice.warpgroups && heads > 16 && rows * ((heads + 63) / 64) >= 4) return DecodeKernel::kWarpgroups;
   // From about 32 rows on a 132-SM H200 (measured: 32 rows gain 8-15 %, 16 rows lose 9 %).
   const bool split = choice.decodes_to_bf16 && heads <= 32 && 5 * rows >= multiprocessors;
   return split ? DecodeKernel::kSplitDims : DecodeKernel::kSharedTile;
@@ -239,12 +242,12 @@ __device__ __forceinline__ std::int64_t tile_slot(const params::SparseDecodePara
                                                   std::int64_t tile, std::int64_t row_end, int warp, int lane) {
   const std::int64_t entry = tile + warp * kTokens + lane % kTokens;
   if (lane >= kTokens || entry >= row_end) return -1;
-  return __ldg(p.indices + row * p.indices_stride_row + entry);
+  return __ldg(p.indices + row * p.indices_stride_row_elems + entry);
 }
 
 template <class Codec, int kGroups, bool kPartial>
 __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
-    sparse_decode_kernel(const params::SparseDecodeParams p, int tiles_per_split) {
+    sparse_mla_decode_shared_tile_kernel(const params::SparseDecodeParams p, int tiles_per_split) {
   using Shape = BlockShape<kGroups>;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<SharedStorage<kGroups>*>(smem_raw);
@@ -273,7 +276,8 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
     const int j = c % kQueryChunks;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (head0 + h < p.heads) {
-      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row + (head0 + h) * p.q_stride_head) + j);
+      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems) +
+                j);
     }
     reinterpret_cast<uint4*>(sh.q[h])[j] = v;
   }
@@ -428,13 +432,13 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
                                  lse_offset_bytes(gridDim.y, p.rows, p.heads))[index] = totals.lse;
       }
     } else {
-      std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + dim0;
+      std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems + dim0;
 #pragma unroll
       for (int nt = 0; nt < kDimTiles; ++nt) {
         *reinterpret_cast<std::uint32_t*>(out + 8 * nt + pair) =
             pack_bf16x2(acc[nt][2 * half] * totals.inv_sum, acc[nt][2 * half + 1] * totals.inv_sum);
       }
-      if (part == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = totals.lse;
+      if (part == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] = totals.lse;
     }
   }
 }
@@ -448,8 +452,7 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
 // in flight together: on one row the merge is a chain of memory round trips.
 constexpr int kCombineBatch = 16;
 
-__global__ void __launch_bounds__(kCombineThreads)
-    combine_splits_kernel(const params::SparseDecodeParams p, int splits) {
+__global__ void __launch_bounds__(kCombineThreads) merge_splits_kernel(const params::SparseDecodeParams p, int splits) {
   static_assert(kMaxSplits <= kCombineThreads, "a thread per split loads its lse");
   __shared__ float weight[kMaxSplits];
   __shared__ float warp_max[kCombineThreads / kWarpSize];
@@ -497,11 +500,11 @@ __global__ void __launch_bounds__(kCombineThreads)
     }
   }
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  std::uint16_t* out = p.out + row * p.out_stride_row + head * p.out_stride_head + d;
+  std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems + d;
   reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
   reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
   if (t == 0) {
-    p.lse[row * p.lse_stride_row + head * p.lse_stride_head] = total > 0.0f ? m + logf(total) : -INFINITY;
+    p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] = total > 0.0f ? m + logf(total) : -INFINITY;
   }
 }
 
@@ -517,7 +520,7 @@ cudaError_t launch_combine(const params::SparseDecodeParams& p, int splits, cuda
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, combine_splits_kernel, p, splits);
+  return cudaLaunchKernelEx(&config, merge_splits_kernel, p, splits);
 }
 
 // The kernel's shared storage exceeds the default 48 KiB: opt in once per device
@@ -527,7 +530,7 @@ cudaError_t allow_shared_storage(int device) {
   static PerDevice allowed;
   cudaError_t status = cudaSuccess;
   allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(sparse_decode_kernel<Codec, kGroups, kPartial>,
+    status = cudaFuncSetAttribute(sparse_mla_decode_shared_tile_kernel<Codec, kGroups, kPartial>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(SharedStorage<kGroups>));
     return status == cudaSuccess ? 1 : 0;
   });
@@ -543,7 +546,7 @@ cudaError_t launch_shape(const params::SparseDecodeParams& p, const SplitPlan& p
     if (const cudaError_t status = allow_shared_storage<Codec, kGroups, kPartial>(device); status != cudaSuccess) {
       return status;
     }
-    sparse_decode_kernel<Codec, kGroups, kPartial>
+    sparse_mla_decode_shared_tile_kernel<Codec, kGroups, kPartial>
         <<<grid, Shape::kThreads, sizeof(SharedStorage<kGroups>), stream>>>(p, plan.tiles_per_split);
     return cudaGetLastError();
   };
@@ -557,7 +560,7 @@ cudaError_t allow_split_dims_storage(int device) {
   static PerDevice allowed;
   cudaError_t status = cudaSuccess;
   allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(split_dims::sparse_decode_split_dims_kernel<Codec, kGroups, kPartial>,
+    status = cudaFuncSetAttribute(split_dims::sparse_mla_decode_split_dims_kernel<Codec, kGroups, kPartial>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>));
     return status == cudaSuccess ? 1 : 0;
@@ -575,7 +578,7 @@ cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPl
     if (const cudaError_t status = allow_split_dims_storage<Codec, kGroups, kPartial>(device); status != cudaSuccess) {
       return status;
     }
-    split_dims::sparse_decode_split_dims_kernel<Codec, kGroups, kPartial>
+    split_dims::sparse_mla_decode_split_dims_kernel<Codec, kGroups, kPartial>
         <<<grid, split_dims::kThreads, sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>), stream>>>(
             p, plan.tiles_per_split);
     return cudaGetLastError();

@@ -83,7 +83,7 @@ __device__ __forceinline__ const std::uint8_t* load_record_address(const params:
                                                                    std::int64_t row, std::int64_t entry,
                                                                    std::int64_t end) {
   if (entry >= end) return nullptr;
-  const std::int64_t slot = __ldg(p.indices + row * p.indices_stride_row + entry);
+  const std::int64_t slot = __ldg(p.indices + row * p.indices_stride_row_elems + entry);
   return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
 }
 
@@ -125,7 +125,7 @@ inline constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;
 
 template <class Codec, int kGroups, bool kPartial>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
-    sparse_decode_split_dims_kernel(const params::SparseDecodeParams p, int units_per_split) {
+    sparse_mla_decode_split_dims_kernel(const params::SparseDecodeParams p, int units_per_split) {
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRing = kStages<kRecordBytes>;
   constexpr int kHeads = 16 * kGroups;
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
       uint4 hi = make_uint4(0, 0, 0, 0);
       std::uint32_t rope = 0;
       if (head < p.heads) {
-        const std::uint16_t* qh = p.q + row * p.q_stride_row + head * p.q_stride_head;
+        const std::uint16_t* qh = p.q + row * p.q_stride_row_elems + head * p.q_stride_head_elems;
         lo = __ldg(reinterpret_cast<const uint4*>(qh + 16 * group));
         hi = __ldg(reinterpret_cast<const uint4*>(qh + 16 * group) + 1);
         rope = __ldg(reinterpret_cast<const std::uint32_t*>(qh + codec::kLatentDim + 2 * group));

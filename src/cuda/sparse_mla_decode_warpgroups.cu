@@ -13,7 +13,7 @@ cudaError_t allow_shared_storage(int device) {
   static PerDevice allowed;
   cudaError_t status = cudaSuccess;
   allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(sparse_decode_warpgroups_kernel<Codec, kPartial>,
+    status = cudaFuncSetAttribute(sparse_mla_decode_warpgroups_kernel<Codec, kPartial>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes<Codec::Spec::kRecordBytes>);
     return status == cudaSuccess ? 1 : 0;
   });
@@ -27,7 +27,7 @@ cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int u
   if (const cudaError_t status = allow_shared_storage<Codec, kPartial>(device); status != cudaSuccess) return status;
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
-  sparse_decode_warpgroups_kernel<Codec, kPartial>
+  sparse_mla_decode_warpgroups_kernel<Codec, kPartial>
       <<<grid, kThreads, kSharedBytes<Codec::Spec::kRecordBytes>, stream>>>(p, units_per_split);
   return cudaGetLastError();
 }

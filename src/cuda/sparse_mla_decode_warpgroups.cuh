@@ -84,7 +84,7 @@ __device__ __forceinline__ std::int64_t slot_batch(const params::SparseDecodePar
                                                    int lane) {
   const std::int64_t entry = begin + static_cast<std::int64_t>(first_tile + lane / kWarpTokens) * kTileTokens +
                              kWarpTokens * warp + lane % kWarpTokens;
-  return entry < end ? __ldg(p.indices + row * p.indices_stride_row + entry) : -1;
+  return entry < end ? __ldg(p.indices + row * p.indices_stride_row_elems + entry) : -1;
 }
 
 /// The record of a slot, or null for one negative or past capacity (never read).
@@ -235,7 +235,7 @@ inline constexpr int kTilesPerUnit = 64 / kTileTokens;
 
 template <class Codec, bool kPartial>
 __global__ void __launch_bounds__(kThreads, 1)
-    sparse_decode_warpgroups_kernel(const params::SparseDecodeParams p, int units_per_split) {
+    sparse_mla_decode_warpgroups_kernel(const params::SparseDecodeParams p, int units_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   constexpr int kRing = kStages<kRecordBytes>;
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint4 v[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
     if (head0 + h < p.heads) {
       const auto* src =
-          reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row + (head0 + h) * p.q_stride_head + col);
+          reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems + col);
       v[0] = __ldg(src);
       v[1] = __ldg(src + 1);
     }
@@ -437,6 +437,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       issue_probs_times_values(o, sh.probs[probs], sh.keys[buffer], 0);
       wgmma::wait<0>();  // tile t's P x V (and tile t + 1's scores)
       wgmma::fence_operands(o);
+      __syncwarp();  // every lane's reads of the tile's state come before lane 0 releases it
       if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
     };
     // The scores with the latent keys' factor undone (exact: a power of two).
@@ -501,6 +502,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float alpha1 = sh.alpha[probs][r1];
       if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
       add_probs_times_values(o, sh.probs[probs], sh.keys[buffer], 1);
+      __syncwarp();  // every lane's reads of the weights' tile state come before lane 0 releases it
       if (lane == 0) {
         barrier_arrive(&sh.keys_empty[buffer]);
         barrier_arrive(&sh.probs_empty[probs]);

@@ -9,29 +9,27 @@
 
 namespace mlakv::params {
 
-// Its strides are in elements too; their names carry no unit yet (the decode
-// kernels that read them are rewritten under their own issue).
 struct SparseDecodeParams {
   Format format;
   CacheLayout cache;
   codec::DecodeParams decode;
   const float* k_scale_device;  // when set (CUDA), replaces decode.k_scale
   const std::uint16_t* q;       // [R, H, 576] bf16
-  std::int64_t q_stride_row;
-  std::int64_t q_stride_head;
+  std::int64_t q_stride_row_elems;
+  std::int64_t q_stride_head_elems;
   const std::int32_t* indices;  // [R, K]
-  std::int64_t indices_stride_row;
+  std::int64_t indices_stride_row_elems;
   const std::int32_t* topk_len;  // [R] or null
   std::int64_t rows;
   std::int64_t heads;
   std::int64_t topk;
   float sm_scale;
   std::uint16_t* out;  // [R, H, 512] bf16
-  std::int64_t out_stride_row;
-  std::int64_t out_stride_head;
+  std::int64_t out_stride_row_elems;
+  std::int64_t out_stride_head_elems;
   float* lse;  // [R, H]
-  std::int64_t lse_stride_row;
-  std::int64_t lse_stride_head;
+  std::int64_t lse_stride_row_elems;
+  std::int64_t lse_stride_head_elems;
   void* workspace;  // CUDA split-K partials, or null
   std::int64_t workspace_bytes;
 };

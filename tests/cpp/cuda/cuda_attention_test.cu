@@ -273,8 +273,9 @@ TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
 }
 
 // With a few rows the shared-tile kernel runs (the tests above); with at least
-// a quarter as many rows as SMs (33 on an H200), NVFP4 records of up to 32
-// heads take the split-dims kernel.
+// a fifth as many rows as SMs (27 on an H200), NVFP4 records of up to 16 heads
+// take the split-dims kernel, and on Hopper those of 17-32 heads the warpgroup
+// kernel (elsewhere the split-dims kernel too).
 TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every_nvfp4_format) {
   MLAKV_REQUIRE_GPU();
   for (const Format format :
