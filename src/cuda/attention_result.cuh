@@ -6,6 +6,7 @@
 // [splits, R, H] float32.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -14,6 +15,35 @@
 #include "params/attention_params.h"
 
 namespace mlakv::cuda {
+
+/// What one decode block owns: query row `row`, kHeads heads from `head0`,
+/// and split `split` of the row's entries, [begin, end): splits walk
+/// units_per_split units of 64 entries (the split plan's unit), and entries
+/// past the row's topk_len are not the block's.
+struct BlockRange {
+  std::int64_t row;
+  std::int64_t head0;
+  int split;
+  std::int64_t begin;
+  std::int64_t end;
+
+  /// Tiles of kTileTokens entries the block walks.
+  template <int kTileTokens>
+  __device__ int tiles() const {
+    return end > begin ? static_cast<int>((end - begin + kTileTokens - 1) / kTileTokens) : 0;
+  }
+};
+
+template <int kHeads>
+__device__ __forceinline__ BlockRange block_range(const params::SparseDecodeParams& p, int units_per_split) {
+  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
+  const int split = static_cast<int>(blockIdx.y);
+  const std::int64_t begin = static_cast<std::int64_t>(split) * units_per_split * 64;
+  const std::int64_t end =
+      std::min<std::int64_t>(params::row_entries(p, row), begin + static_cast<std::int64_t>(units_per_split) * 64);
+  return {row, (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * kHeads, split, begin, end};
+}
 
 /// Byte offset of the partial lse in the workspace.
 __host__ __device__ inline std::int64_t lse_offset_bytes(std::int64_t splits, std::int64_t rows, std::int64_t heads) {

@@ -257,14 +257,13 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
   const int lane = tid % kWarpSize;
   const int head_group = warp / Shape::kWarpsPerGroup;  // this warp's 16 heads
   const int part = warp % Shape::kWarpsPerGroup;        // and its share of the keys / output dims
-  const std::int64_t blocks_per_row = (p.heads + Shape::kHeads - 1) / Shape::kHeads;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
-  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * Shape::kHeads;
-  const int split = static_cast<int>(blockIdx.y);
-  const std::int64_t entries = params::row_entries(p, row);
-  const std::int64_t begin = static_cast<std::int64_t>(split) * tiles_per_split * kTileTokens;
-  const std::int64_t end =
-      std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(tiles_per_split) * kTileTokens);
+  static_assert(kTileTokens == 64, "a tile is the split plan's unit");
+  const BlockRange block = block_range<Shape::kHeads>(p, tiles_per_split);
+  const std::int64_t row = block.row;
+  const std::int64_t head0 = block.head0;
+  const int split = block.split;
+  const std::int64_t begin = block.begin;
+  const std::int64_t end = block.end;
 
   // The first tile's slots are loaded before the query, so the two round trips overlap.
   std::int64_t next_slot = tile_slot<Shape::kDecodeTokens>(p, row, begin, end, warp, lane);

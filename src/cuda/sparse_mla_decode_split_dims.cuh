@@ -140,14 +140,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)
   const int g = lane >> 2;  // mma row group: token of a key fragment, head of an accumulator
   const int c = lane & 3;   // quad: this lane's latent group 4 warp + c
   const int group = kLatentBlocks * warp + c;
-  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
-  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * kHeads;
-  const int split = static_cast<int>(blockIdx.y);
-  const std::int64_t entries = params::row_entries(p, row);
-  const std::int64_t begin = static_cast<std::int64_t>(split) * units_per_split * 64;
-  const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(units_per_split) * 64);
-  const int tiles = end > begin ? static_cast<int>((end - begin + kTileTokens - 1) / kTileTokens) : 0;
+  const BlockRange block = block_range<kHeads>(p, units_per_split);
+  const auto [row, head0, split, begin, end] = block;
+  const int tiles = block.tiles<kTileTokens>();
 
   // The addresses of the first two batches of tiles, loaded before anything waits.
   static_assert(kStages<kRecordBytes> - 1 <= kBatchTiles, "the ring starts within the first batch");

@@ -249,14 +249,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = tid / 128;
   const int warp = (tid % 128) / kWarpSize;  // within the warpgroup
   const int lane = tid % kWarpSize;
-  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
-  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * kHeads;
-  const int split = static_cast<int>(blockIdx.y);
-  const std::int64_t entries = params::row_entries(p, row);
-  const std::int64_t begin = static_cast<std::int64_t>(split) * units_per_split * 64;
-  const std::int64_t end = std::min<std::int64_t>(entries, begin + static_cast<std::int64_t>(units_per_split) * 64);
-  const int tiles = end > begin ? static_cast<int>((end - begin + kTileTokens - 1) / kTileTokens) : 0;
+  const BlockRange block = block_range<kHeads>(p, units_per_split);
+  const auto [row, head0, split, begin, end] = block;
+  const int tiles = block.tiles<kTileTokens>();
 
   if (tid == 0) {
     for (int s = 0; s < kRing; ++s) {
