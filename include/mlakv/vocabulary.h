@@ -21,6 +21,8 @@ enum class Format {
   kFp8DsMlaV4,            ///< "fp8_ds_mla_v4", 584 B (DeepSeek V4, block-planar page)
   kFp8DsMlaV41,           ///< "fp8_ds_mla_v41", 528 B (DeepSeek V4.1 MXFP8)
   kNvfp4DsMlaV41,         ///< "nvfp4_ds_mla_v41", 288 B (DeepSeek V4.1 FP4)
+  kFp8DsMlaV41Planar,     ///< "fp8_ds_mla_v41_planar", 528 B (DeepSeek V4.1 MXFP8, block-planar page)
+  kNvfp4DsMlaV41Planar,   ///< "nvfp4_ds_mla_v41_planar", 288 B (DeepSeek V4.1 FP4, block-planar page)
 };
 
 /// How a page (the bytes of one block of block_size tokens) holds its tokens.
@@ -59,8 +61,10 @@ constexpr int record_bytes(Format format) noexcept {
     case Format::kFp8DsMlaV4:
       return 584;
     case Format::kFp8DsMlaV41:
+    case Format::kFp8DsMlaV41Planar:
       return 528;
     case Format::kNvfp4DsMlaV41:
+    case Format::kNvfp4DsMlaV41Planar:
       return 288;
   }
   return 0;  // unreachable: every enumerator is handled above

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Codec of the "fp8_ds_mla_v41" record (528 B per token, DeepSeek V4.1's
-// MXFP8 cache: FlashMLA ModelType::V41): the token's 512 values (448 NoPE ++
-// 64 RoPE) as E4M3 in 16 tiles of 32, then the 16 tiles' UE8M0 scales. The
-// UE8M0 rule is the V4 page's (CodecFp8DsMlaV4::scale_byte), so both records
-// give a tile the same scale.
+// Codec of DeepSeek V4.1's MXFP8 rows (528 B per token): the token's 512
+// values (448 NoPE ++ 64 RoPE) as E4M3 in 16 tiles of 32 (its code row), and
+// the 16 tiles' UE8M0 scales (its scale row). One definition for both pages:
+// "fp8_ds_mla_v41" (FlashMLA ModelType::V41, token-major: the scale row right
+// after the code row) and "fp8_ds_mla_v41_planar" (vLLM / SGLang, block-planar:
+// the rows in the two regions of the page); the page spec gives only where the
+// rows lie. The UE8M0 rule is the V4 page's (CodecFp8DsMlaV4::scale_byte), so
+// all three records give a tile the same scale.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +17,13 @@
 
 namespace mlakv::codec {
 
-struct CodecFp8DsMlaV41 {
-  using Spec = format::FormatDsv41Mxfp8;
+template <class PageSpec>
+struct CodecDsv41Mxfp8 {
+  using Spec = PageSpec;
   static constexpr int kNope = Spec::kNopeDims;
   static constexpr int kRope = Spec::kRopeDims;
-  /// The token's two rows as the writers and readers address them: codes,
-  /// then scales, both in the token's record.
+  /// The token's two rows as the writers and readers address them: the code
+  /// row and the scale row, in the token's record or in the page's regions.
   static constexpr format::Field kDataRow = Spec::kCodes;
   static constexpr format::Field kScaleRow = Spec::kScales;
 
@@ -70,5 +74,8 @@ struct CodecFp8DsMlaV41 {
     }
   }
 };
+
+using CodecFp8DsMlaV41 = CodecDsv41Mxfp8<format::FormatDsv41Mxfp8>;
+using CodecFp8DsMlaV41Planar = CodecDsv41Mxfp8<format::FormatDsv41Mxfp8Planar>;
 
 }  // namespace mlakv::codec

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Codec of the "nvfp4_ds_mla_v41" record (288 B per token, DeepSeek V4.1's
-// FP4 cache: FlashMLA ModelType::V41_FP4): the token's 512 values (448 NoPE
-// ++ 64 RoPE) as packed E2M1 in 32 tiles of 16, then the 32 tiles' E4M3
-// scales in tile order. A tile's scale is E4M3 round-to-nearest of
+// Codec of DeepSeek V4.1's FP4 rows (288 B per token): the token's 512
+// values (448 NoPE ++ 64 RoPE) as packed E2M1 in 32 tiles of 16 (its code
+// row), and the 32 tiles' E4M3 scales in tile order (its scale row). One
+// definition for both pages: "nvfp4_ds_mla_v41" (FlashMLA ModelType::V41_FP4,
+// token-major) and "nvfp4_ds_mla_v41_planar" (vLLM / SGLang, block-planar);
+// the page spec gives only where the rows lie. A tile's scale is E4M3 round-to-nearest of
 // clamp(amax / 6, 2^-9, 448) (no step-up, no outer scale); a NaN or an inf in
 // the tile makes its scale the E4M3 NaN, which reads the whole tile as NaN.
 #pragma once
@@ -17,8 +19,9 @@
 
 namespace mlakv::codec {
 
-struct CodecNvfp4DsMlaV41 {
-  using Spec = format::FormatDsv41Fp4;
+template <class PageSpec>
+struct CodecDsv41Fp4 {
+  using Spec = PageSpec;
   static constexpr int kNope = Spec::kNopeDims;
   static constexpr int kRope = Spec::kRopeDims;
   static constexpr format::Field kDataRow = Spec::kCodes;
@@ -97,5 +100,8 @@ struct CodecNvfp4DsMlaV41 {
     }
   }
 };
+
+using CodecNvfp4DsMlaV41 = CodecDsv41Fp4<format::FormatDsv41Fp4>;
+using CodecNvfp4DsMlaV41Planar = CodecDsv41Fp4<format::FormatDsv41Fp4Planar>;
 
 }  // namespace mlakv::codec

@@ -56,6 +56,8 @@ decltype(auto) visit_codec(Format format, Fn&& fn) {
     case Format::kFp8DsMlaV4:
     case Format::kFp8DsMlaV41:
     case Format::kNvfp4DsMlaV41:
+    case Format::kFp8DsMlaV41Planar:
+    case Format::kNvfp4DsMlaV41Planar:
       break;  // the DeepSeek V4 family: visit_part_codec
   }
   return fn(Tag<CodecBf16>{});  // unreachable: every token-major enumerator is handled above
@@ -70,6 +72,8 @@ template <class Fn>
 decltype(auto) visit_part_codec(Format format, Fn&& fn) {
   if (format == Format::kFp8DsMlaV41) return fn(Tag<CodecFp8DsMlaV41>{});
   if (format == Format::kNvfp4DsMlaV41) return fn(Tag<CodecNvfp4DsMlaV41>{});
+  if (format == Format::kFp8DsMlaV41Planar) return fn(Tag<CodecFp8DsMlaV41Planar>{});
+  if (format == Format::kNvfp4DsMlaV41Planar) return fn(Tag<CodecNvfp4DsMlaV41Planar>{});
   return fn(Tag<CodecFp8DsMlaV4>{});
 }
 

@@ -94,6 +94,19 @@ constexpr FieldInfo kNvfp4DsMlaV41Fields[] = {
     field("tile_scales", FormatDsv41Fp4::kScales, "32 x E4M3 s = RN(clamp(amax / 6, 2^-9, 448)), in order", "E4M3",
           FormatDsv41Fp4::kTileSize),
 };
+// The same fields, in the regions of a block-planar page.
+constexpr FieldInfo kFp8DsMlaV41PlanarFields[] = {
+    field("codes", FormatDsv41Mxfp8Planar::kCodes, "512 x E4M3(x / 2^e), NoPE ++ RoPE, 16 tiles of 32", "E4M3",
+          FormatDsv41Mxfp8Planar::kTileSize),
+    field("tile_scales", FormatDsv41Mxfp8Planar::kScales, "16 x UE8M0 e + 127, 2^e >= max(amax, 1e-4) / 448", "UE8M0",
+          FormatDsv41Mxfp8Planar::kTileSize),
+};
+constexpr FieldInfo kNvfp4DsMlaV41PlanarFields[] = {
+    field("codes", FormatDsv41Fp4Planar::kCodes, "packed E2M1 of x / s, NoPE ++ RoPE, 32 tiles of 16", "E2M1x2",
+          FormatDsv41Fp4Planar::kTileSize),
+    field("tile_scales", FormatDsv41Fp4Planar::kScales, "32 x E4M3 s = RN(clamp(amax / 6, 2^-9, 448)), in order",
+          "E4M3", FormatDsv41Fp4Planar::kTileSize),
+};
 
 constexpr EngineName kBf16Names[] = {{"auto", "vLLM, bf16 model"}};
 constexpr EngineName kFp16Names[] = {{"auto", "vLLM, fp16 model"}};
@@ -104,14 +117,21 @@ constexpr EngineName kNvfp4DsMlaFp8RopeNames[] = {{"nvfp4_ds_mla", "B12X backend
 constexpr EngineName kNvfp4DsMlaFp8RopePtsNames[] = {
     {"nvfp4_ds_mla", "B12X backend, KV_FP8_ROPE=1, per-token scale", true, true}};
 constexpr EngineName kNvfp4Fp8DsMlaNames[] = {{"nvfp4_ds_mla", "upstream vLLM"}};
-constexpr EngineName kFp8DsMlaV4Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA / SGLang, DeepSeek V4"}};
-// No engine names for the V4.1 records: FlashMLA, whose kernels read them
-// token-major, takes no kv_cache_dtype string, and vLLM (b3ae0bb) and SGLang
-// (2005a30), whose fp8_ds_mla / nvfp4_ds_mla name them for DeepSeek V4.1, lay
-// the same rows out block-planar: resolving their names to these formats
-// would misread their caches (docs/formats/fp8_ds_mla_v41.md).
+constexpr EngineName kFp8DsMlaV4Names[] = {{"fp8_ds_mla", "vLLM / FlashMLA / SGLang, DeepSeek V4"},
+                                           {"v4", "SGLang KVLayout.V4"}};
+// No engine names for the token-major V4.1 records: FlashMLA, whose kernels
+// read them, takes no kv_cache_dtype string. vLLM (b3ae0bb) names the same
+// rows block-planar: fp8_ds_mla at 528 B (its sliding-window and compressed
+// caches), nvfp4_ds_mla at 528 B (its sliding-window cache) and at 288 B (its
+// compressed cache); SGLang (2005a30) selects them with KVLayout "v41" /
+// "v41_fp4" (SGLANG_DSV4_KV_LAYOUT, SGLANG_DSV4_COMPRESSED_KV_LAYOUT).
+constexpr EngineName kFp8DsMlaV41PlanarNames[] = {{"fp8_ds_mla", "vLLM, DeepSeek V4.1 on SM100"},
+                                                  {"nvfp4_ds_mla", "vLLM, DeepSeek V4.1 sliding-window cache"},
+                                                  {"v41", "SGLang KVLayout.V41"}};
+constexpr EngineName kNvfp4DsMlaV41PlanarNames[] = {{"nvfp4_ds_mla", "vLLM, DeepSeek V4.1 compressed cache"},
+                                                    {"v41_fp4", "SGLang KVLayout.V41_FP4"}};
 
-const std::array<FormatInfo, 11> kFormats = {{
+const std::array<FormatInfo, 13> kFormats = {{
     {Format::kBf16, "bf16", FormatBf16::kRecordBytes, kCacheAlignment, "bf16 kv_c | bf16 k_pe",
      "vLLM auto cache, bf16 model", kBf16Fields, kBf16Names, kLatent512, token_major(FormatBf16::kRecordBytes),
      FormatPolicy{.input_dtype = DType::kBFloat16}},
@@ -162,6 +182,18 @@ const std::array<FormatInfo, 11> kFormats = {{
      {},
      kV4Geometry,
      token_major(FormatDsv41Fp4::kRecordBytes)},
+    {Format::kFp8DsMlaV41Planar, "fp8_ds_mla_v41_planar", FormatDsv41Mxfp8Planar::kRecordBytes, kCacheAlignment,
+     "block-planar: [bs x E4M3 NoPE ++ RoPE] [bs x 16 UE8M0] | pad to 512",
+     "DeepSeek V4.1 MXFP8 (vLLM fp8_ds_mla, SGLang V41)", kFp8DsMlaV41PlanarFields, kFp8DsMlaV41PlanarNames,
+     kV4Geometry,
+     PageLayout{mlakv::PageKind::kBlockPlanar, FormatDsv41Mxfp8Planar::kDataRowBytes,
+                FormatDsv41Mxfp8Planar::kScaleRowBytes, FormatDsv41Mxfp8Planar::kPageMultiple}},
+    {Format::kNvfp4DsMlaV41Planar, "nvfp4_ds_mla_v41_planar", FormatDsv41Fp4Planar::kRecordBytes, kCacheAlignment,
+     "block-planar: [bs x E2M1 NoPE ++ RoPE] [bs x 32 E4M3] | pad to 512",
+     "DeepSeek V4.1 FP4 (vLLM nvfp4_ds_mla, SGLang V41_FP4)", kNvfp4DsMlaV41PlanarFields, kNvfp4DsMlaV41PlanarNames,
+     kV4Geometry,
+     PageLayout{mlakv::PageKind::kBlockPlanar, FormatDsv41Fp4Planar::kDataRowBytes,
+                FormatDsv41Fp4Planar::kScaleRowBytes, FormatDsv41Fp4Planar::kPageMultiple}},
 }};
 
 }  // namespace

@@ -157,46 +157,99 @@ static_assert(tiles_rows(FormatDsv4Fp8Sparse::kFields, FormatDsv4Fp8Sparse::kDat
 static_assert(FormatDsv4Fp8Sparse::kDataRowBytes % kCacheAlignment == 0,
               "the scale region of every page starts 16-byte aligned");
 
-// DeepSeek V4.1's token-major records (FlashMLA ModelType::V41 / V41_FP4,
-// csrc/cuda_kernels/kv_cache_format.h): the whole 512-value row (448 NoPE ++
-// 64 RoPE) is quantized, its codes first, then its 1-byte scales; records are
-// side by side, the page needs no padding. FlashMLA's kernels read a record
+// DeepSeek V4.1's rows: the whole 512-value row (448 NoPE ++ 64 RoPE) is
+// quantized, into a code row and a scale row. The values, tiles and element
+// rules are one per cache kind (Dsv41Mxfp8Tiles, Dsv41Fp4Tiles); two pages hold
+// those rows. Token-major (FlashMLA ModelType::V41 / V41_FP4,
+// csrc/cuda_kernels/kv_cache_format.h): a token's codes, then its scales,
+// records side by side, no page padding; FlashMLA's kernels read a record
 // stride of exactly kRecordBytes and a block stride that is a multiple of it.
-struct FormatDsv41Mxfp8 {
-  static constexpr PageKind kPage = PageKind::kTokenMajor;
+// Block-planar (vLLM's fp8_ds_mla / nvfp4_ds_mla for DeepSeek V4.1, SGLang's
+// KVLayout.V41 / V41_FP4): a page's block_size code rows, then its block_size
+// scale rows, then padding to a multiple of 512 bytes (vLLM's kv_page_alignment).
+struct Dsv41Mxfp8Tiles {
   static constexpr int kNopeDims = 448;
   static constexpr int kRopeDims = 64;
   static constexpr bool kVIncludesRope = true;
   static constexpr int kTileSize = 32;  // values per UE8M0 scale
   static constexpr int kTiles = (kNopeDims + kRopeDims) / kTileSize;
-  static constexpr Field kCodes{0, kNopeDims + kRopeDims};  // E4M3(x / 2^e), RoPE included
-  static constexpr Field kScales{kCodes.end(), kTiles};     // UE8M0: e + 127
-  static constexpr Field kFields[] = {kCodes, kScales};
-  static constexpr int kRecordBytes = kScales.end();
+  static constexpr int kCodeBytes = kNopeDims + kRopeDims;  // E4M3(x / 2^e), RoPE included
+  static constexpr int kScaleBytes = kTiles;                // UE8M0: e + 127
   /// The amax floor of the UE8M0 rule (shared with the V4 page: vLLM's writers).
   static constexpr float kAmaxFloor = 1e-4f;
 };
-static_assert(FormatDsv41Mxfp8::kRecordBytes == record_bytes(Format::kFp8DsMlaV41) && FormatDsv41Mxfp8::kTiles == 16);
-static_assert(tiles_record<FormatDsv41Mxfp8::kRecordBytes>(FormatDsv41Mxfp8::kFields));
 
-struct FormatDsv41Fp4 {
-  static constexpr PageKind kPage = PageKind::kTokenMajor;
+struct Dsv41Fp4Tiles {
   static constexpr int kNopeDims = 448;
   static constexpr int kRopeDims = 64;
   static constexpr bool kVIncludesRope = true;
   static constexpr int kTileSize = 16;  // values per E4M3 scale
   static constexpr int kTiles = (kNopeDims + kRopeDims) / kTileSize;
-  static constexpr Field kCodes{0, (kNopeDims + kRopeDims) / 2};  // packed E2M1, even value in the low nibble
-  static constexpr Field kScales{kCodes.end(), kTiles};           // E4M3 RN(clamp(amax / 6, 2^-9, 448)), in order
+  static constexpr int kCodeBytes = (kNopeDims + kRopeDims) / 2;  // packed E2M1, even value in the low nibble
+  static constexpr int kScaleBytes = kTiles;                      // E4M3 RN(clamp(amax / 6, 2^-9, 448)), in order
+  static constexpr float kMinScale = 0x1p-9f;                     // E4M3's smallest subnormal: a zero tile's scale
+  static constexpr float kMaxScale = 448.0f;
+};
+
+struct FormatDsv41Mxfp8 : Dsv41Mxfp8Tiles {
+  static constexpr PageKind kPage = PageKind::kTokenMajor;
+  static constexpr Field kCodes{0, kCodeBytes};
+  static constexpr Field kScales{kCodes.end(), kScaleBytes};
   static constexpr Field kFields[] = {kCodes, kScales};
   static constexpr int kRecordBytes = kScales.end();
-  static constexpr float kMinScale = 0x1p-9f;  // E4M3's smallest subnormal: a zero tile's scale
-  static constexpr float kMaxScale = 448.0f;
+};
+static_assert(FormatDsv41Mxfp8::kRecordBytes == record_bytes(Format::kFp8DsMlaV41) && FormatDsv41Mxfp8::kTiles == 16);
+static_assert(tiles_record<FormatDsv41Mxfp8::kRecordBytes>(FormatDsv41Mxfp8::kFields));
+
+struct FormatDsv41Fp4 : Dsv41Fp4Tiles {
+  static constexpr PageKind kPage = PageKind::kTokenMajor;
+  static constexpr Field kCodes{0, kCodeBytes};
+  static constexpr Field kScales{kCodes.end(), kScaleBytes};
+  static constexpr Field kFields[] = {kCodes, kScales};
+  static constexpr int kRecordBytes = kScales.end();
 };
 static_assert(FormatDsv41Fp4::kRecordBytes == record_bytes(Format::kNvfp4DsMlaV41) && FormatDsv41Fp4::kTiles == 32);
 static_assert(tiles_record<FormatDsv41Fp4::kRecordBytes>(FormatDsv41Fp4::kFields));
-static_assert(FormatDsv41Mxfp8::kNopeDims % FormatDsv41Mxfp8::kTileSize == 0 &&
-                  FormatDsv41Fp4::kNopeDims % FormatDsv41Fp4::kTileSize == 0,
+
+// The same rows, block-planar: the code row in the data region, the scale row
+// in the scale region (vllm-project/vllm b3ae0bb
+// vllm/models/deepseek_v41/common/ops/cache_utils.py: data at pos * 512 (or
+// 256), scales at block_size * 512 (or 256) + pos * 16 (or 32)).
+struct FormatDsv41Mxfp8Planar : Dsv41Mxfp8Tiles {
+  static constexpr PageKind kPage = PageKind::kBlockPlanar;
+  static constexpr Field kCodes{0, kCodeBytes};
+  static constexpr Field kScales{0, kScaleBytes, kScaleRegion};
+  static constexpr Field kFields[] = {kCodes, kScales};
+  static constexpr int kDataRowBytes = kCodes.end();
+  static constexpr int kScaleRowBytes = kScales.end();
+  static constexpr int kRecordBytes = kDataRowBytes + kScaleRowBytes;  // bytes per token
+  static constexpr int kPageMultiple = 512;
+};
+static_assert(FormatDsv41Mxfp8Planar::kRecordBytes == record_bytes(Format::kFp8DsMlaV41Planar));
+static_assert(tiles_rows(FormatDsv41Mxfp8Planar::kFields, FormatDsv41Mxfp8Planar::kDataRowBytes,
+                         FormatDsv41Mxfp8Planar::kScaleRowBytes));
+
+struct FormatDsv41Fp4Planar : Dsv41Fp4Tiles {
+  static constexpr PageKind kPage = PageKind::kBlockPlanar;
+  static constexpr Field kCodes{0, kCodeBytes};
+  static constexpr Field kScales{0, kScaleBytes, kScaleRegion};
+  static constexpr Field kFields[] = {kCodes, kScales};
+  static constexpr int kDataRowBytes = kCodes.end();
+  static constexpr int kScaleRowBytes = kScales.end();
+  static constexpr int kRecordBytes = kDataRowBytes + kScaleRowBytes;  // bytes per token
+  /// vLLM pads every V4.1 page to 512 bytes (SGLang pads this one to 256; a
+  /// page of a block size that is a multiple of 16 is the same in both).
+  static constexpr int kPageMultiple = 512;
+};
+static_assert(FormatDsv41Fp4Planar::kRecordBytes == record_bytes(Format::kNvfp4DsMlaV41Planar));
+static_assert(tiles_rows(FormatDsv41Fp4Planar::kFields, FormatDsv41Fp4Planar::kDataRowBytes,
+                         FormatDsv41Fp4Planar::kScaleRowBytes));
+static_assert(FormatDsv41Mxfp8Planar::kDataRowBytes % kCacheAlignment == 0 &&
+                  FormatDsv41Fp4Planar::kDataRowBytes % kCacheAlignment == 0,
+              "the scale region of every page starts 16-byte aligned");
+
+static_assert(Dsv41Mxfp8Tiles::kNopeDims % Dsv41Mxfp8Tiles::kTileSize == 0 &&
+                  Dsv41Fp4Tiles::kNopeDims % Dsv41Fp4Tiles::kTileSize == 0,
               "no tile straddles the NoPE and the RoPE values");
 static_assert(FormatDsv41Mxfp8::kRecordBytes % kCacheAlignment == 0 &&
                   FormatDsv41Fp4::kRecordBytes % kCacheAlignment == 0,

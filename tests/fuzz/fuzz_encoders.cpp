@@ -111,6 +111,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case Format::kFp8DsMlaV4:
       case Format::kFp8DsMlaV41:
       case Format::kNvfp4DsMlaV41:
+      case Format::kFp8DsMlaV41Planar:
+      case Format::kNvfp4DsMlaV41Planar:
         break;  // the DeepSeek V4 family: not reached (returned above)
     }
   }

@@ -24,9 +24,15 @@ RECORD_BYTES = {
     "nvfp4_ds_mla_fp8_rope_pts": 368,
     "nvfp4_fp8_ds_mla": 352,
 }
-# The DeepSeek V4 family (448 NoPE + 64 RoPE values): V4's block-planar page and
-# V4.1's token-major records, test_fp8_ds_mla_v4_* and test_v41_* below.
-V4_RECORD_BYTES = {"fp8_ds_mla_v4": 584, "fp8_ds_mla_v41": 528, "nvfp4_ds_mla_v41": 288}
+# The DeepSeek V4 family (448 NoPE + 64 RoPE values): V4's block-planar page,
+# V4.1's token-major records and block-planar pages, test_fp8_ds_mla_v4_* and test_v41_* below.
+V4_RECORD_BYTES = {
+    "fp8_ds_mla_v4": 584,
+    "fp8_ds_mla_v41": 528,
+    "nvfp4_ds_mla_v41": 288,
+    "fp8_ds_mla_v41_planar": 528,
+    "nvfp4_ds_mla_v41_planar": 288,
+}
 
 
 def test_formats_lists_the_abi_formats_with_fields_geometry_and_page():
@@ -68,6 +74,19 @@ def test_formats_lists_the_abi_formats_with_fields_geometry_and_page():
         assert [(x["name"], x["region"], x["element"], x["group"]) for x in v41["fields"]] == [
             ("codes", "data", code_element, tile),
             ("tile_scales", "data", scale_element, tile),
+        ]
+        planar = next(f for f in fmts if f["id"] == fid + "_planar")
+        code_row, scale_row = (512, 16) if fid == "fp8_ds_mla_v41" else (256, 32)
+        assert planar["page"] == {
+            "kind": "block_planar",
+            "data_row_bytes": code_row,
+            "scale_row_bytes": scale_row,
+            "page_multiple": 512,
+        }
+        assert planar["geometry"] == v41["geometry"]
+        assert [(x["name"], x["region"], x["element"], x["group"]) for x in planar["fields"]] == [
+            ("codes", "data", code_element, tile),
+            ("tile_scales", "scale", scale_element, tile),
         ]
 
 
@@ -111,6 +130,29 @@ def test_v41_records_round_trip_through_a_token_major_cache(name, record_bytes, 
         assert (np.abs(got - want) <= np.maximum(np.abs(want) / 4, tile_amax / 6 * 1.07)).all()
     assert not nope[4].any() and not rope[4].any()
     assert mlakv.resolve_format(name, record_bytes) == fid
+
+
+@pytest.mark.parametrize(("name", "record_bytes", "code_row"), [("fp8_ds_mla", 528, 512), ("nvfp4_ds_mla", 288, 256)])
+def test_v41_planar_pages_round_trip_through_vllms_view_and_match_the_token_major_rows(name, record_bytes, code_row):
+    rng = np.random.default_rng(6)
+    row = rng.standard_normal((4, 512)).astype(BF16)
+    fid = mlakv.resolve_format(name, record_bytes)  # vLLM's name at the V4.1 width: the block-planar page
+    pages = np.full((3, 5 * record_bytes + 512), 0xAB, np.uint8)  # 5-token pages, block stride past the padding
+    view = np.lib.stride_tricks.as_strided(pages, shape=(3, 5, record_bytes), strides=(pages.shape[1], record_bytes, 1))
+    slots = np.array([0, 4, 7, 14])
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], view, slots, name)
+    records = np.zeros((1, 4, record_bytes), np.uint8)  # the same tokens as FlashMLA's token-major records
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], records, np.arange(4), fid.removesuffix("_planar"))
+    for k, slot in enumerate(slots):
+        page, t = divmod(int(slot), 5)
+        np.testing.assert_array_equal(pages[page, t * code_row : (t + 1) * code_row], records[0, k, :code_row])
+        scale = 5 * code_row + t * (record_bytes - code_row)
+        np.testing.assert_array_equal(pages[page, scale : scale + record_bytes - code_row], records[0, k, code_row:])
+    assert (pages[:, 5 * record_bytes :] == 0xAB).all()  # the page padding is never written
+    nope, rope = mlakv.gather_records(fid, view, slots)
+    want_nope, want_rope = mlakv.gather_records(fid.removesuffix("_planar"), records, np.arange(4))
+    np.testing.assert_array_equal(nope, want_nope)
+    np.testing.assert_array_equal(rope, want_rope)
 
 
 def test_formats_state_each_formats_policy():

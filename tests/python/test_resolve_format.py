@@ -30,6 +30,12 @@ VECTORS = Path(__file__).parents[1] / "data" / "vectors"
         ("fp8_ds_mla", 656, False, False, "fp8_ds_mla"),
         ("fp8_ds_mla", 656, True, True, "fp8_ds_mla"),
         ("fp8_ds_mla", 584, False, False, "fp8_ds_mla_v4"),
+        ("fp8_ds_mla", 528, False, False, "fp8_ds_mla_v41_planar"),
+        ("nvfp4_ds_mla", 528, False, False, "fp8_ds_mla_v41_planar"),
+        ("nvfp4_ds_mla", 288, False, False, "nvfp4_ds_mla_v41_planar"),
+        ("v4", 584, False, False, "fp8_ds_mla_v4"),
+        ("v41", 528, False, False, "fp8_ds_mla_v41_planar"),
+        ("v41_fp4", 0, False, False, "nvfp4_ds_mla_v41_planar"),
     ],
 )
 def test_engine_names_resolve_by_width_and_switches(name, record_bytes, fp8_rope, per_token_scale, want):
@@ -37,10 +43,12 @@ def test_engine_names_resolve_by_width_and_switches(name, record_bytes, fp8_rope
 
 
 @pytest.mark.parametrize(("name", "record_bytes"), [("fp8_ds_mla", 528), ("nvfp4_ds_mla", 528), ("nvfp4_ds_mla", 288)])
-def test_engine_names_at_deepseek_v41_widths_are_refused(name, record_bytes):
-    # vLLM and SGLang lay their V4.1 caches out block-planar; mlakv's V4.1 records are FlashMLA's token-major ones.
-    with pytest.raises(ValueError, match=f"record_bytes: .* got {record_bytes}"):
-        mlakv.resolve_format(name, record_bytes)
+def test_engine_names_at_deepseek_v41_widths_are_the_block_planar_pages(name, record_bytes):
+    # vLLM (b3ae0bb) and SGLang (2005a30) page their V4.1 caches block-planar, never as FlashMLA's token-major records.
+    fid = mlakv.resolve_format(name, record_bytes)
+    assert fid.endswith("_v41_planar")
+    info = next(f for f in mlakv.formats() if f["id"] == fid)
+    assert info["page"]["kind"] == "block_planar" and info["page"]["page_multiple"] == 512
 
 
 @pytest.mark.parametrize("info", mlakv.formats(), ids=lambda f: f["id"])
@@ -90,7 +98,8 @@ def test_ambiguous_name_without_width_raises_naming_the_candidates():
     assert str(info.value) == (
         "mlakv::resolve_format(nvfp4_ds_mla): kv_cache_dtype: names several records, the cache's record width picks "
         "one of nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), nvfp4_fp8_ds_mla (352 B, upstream vLLM), "
-        "got 'nvfp4_ds_mla' without a record width"
+        "fp8_ds_mla_v41_planar (528 B, vLLM, DeepSeek V4.1 sliding-window cache), nvfp4_ds_mla_v41_planar (288 B, "
+        "vLLM, DeepSeek V4.1 compressed cache), got 'nvfp4_ds_mla' without a record width"
     )
 
 

@@ -233,8 +233,9 @@ def test_unknown_kv_cache_dtype_lists_accepted_ones(args):
         mlakv.concat_and_cache_mla(args["kv_c"], args["k_pe"], aligned((2, 16, 656)), args["slot_mapping"], "fp4")
     assert str(info.value) == (
         "mlakv::concat_and_cache_mla(fp4): kv_cache_dtype: must be an engine name (auto, fp8, fp8_e4m3, fp8_ds_mla, "
-        "nvfp4_ds_mla) or an mlakv format id (bf16, fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, "
-        "nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4, fp8_ds_mla_v41, nvfp4_ds_mla_v41), got 'fp4'"
+        "nvfp4_ds_mla, v4, v41, v41_fp4) or an mlakv format id (bf16, fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, "
+        "nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4, fp8_ds_mla_v41, "
+        "nvfp4_ds_mla_v41, fp8_ds_mla_v41_planar, nvfp4_ds_mla_v41_planar), got 'fp4'"
     )
 
 

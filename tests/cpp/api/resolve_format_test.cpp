@@ -52,27 +52,34 @@ TEST(resolve_format, fp8_ds_mla_of_a_deepseek_v4_cache_is_the_584_byte_page) {
   EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 0); }),
             "mlakv::resolve_format(fp8_ds_mla): kv_cache_dtype: names several records, the cache's record width "
             "picks one of fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / FlashMLA / SGLang, "
-            "DeepSeek V4), got 'fp8_ds_mla' without a record width");
+            "DeepSeek V4), fp8_ds_mla_v41_planar (528 B, vLLM, DeepSeek V4.1 on SM100), got 'fp8_ds_mla' without a "
+            "record width");
 }
 
-// vLLM's and SGLang's DeepSeek V4.1 caches (fp8_ds_mla / nvfp4_ds_mla at 528
-// and 288 bytes a token) lay the V4.1 rows out block-planar, not as the
-// token-major records FlashMLA reads: their names are refused at those widths
-// rather than resolved to a layout that would misread the cache; the records
-// are named by their mlakv ids.
-TEST(resolve_format, deepseek_v41_widths_of_engine_names_are_refused_not_misread) {
+// vLLM's DeepSeek V4.1 caches (vllm-project/vllm b3ae0bb; fp8_ds_mla at 528
+// bytes a token, nvfp4_ds_mla at 528 for its sliding-window cache and at 288
+// for its compressed cache) and SGLang's KVLayout "v41" / "v41_fp4" (sglang
+// 2005a30) are block-planar pages, not the token-major records FlashMLA reads:
+// the names resolve to the planar formats; the token-major records are named
+// by their mlakv ids only.
+TEST(resolve_format, deepseek_v41_engine_names_are_the_block_planar_pages) {
+  EXPECT_EQ(resolve_format("fp8_ds_mla", 528), Format::kFp8DsMlaV41Planar);
+  EXPECT_EQ(resolve_format("nvfp4_ds_mla", 528), Format::kFp8DsMlaV41Planar);
+  EXPECT_EQ(resolve_format("nvfp4_ds_mla", 288), Format::kNvfp4DsMlaV41Planar);
+  EXPECT_EQ(resolve_format("v41", 0), Format::kFp8DsMlaV41Planar);
+  EXPECT_EQ(resolve_format("v41_fp4", 288), Format::kNvfp4DsMlaV41Planar);
+  EXPECT_EQ(resolve_format("v4", 584), Format::kFp8DsMlaV4);
+  EXPECT_EQ(resolve_format("fp8_ds_mla_v41_planar", 0), Format::kFp8DsMlaV41Planar);
+  EXPECT_EQ(resolve_format("nvfp4_ds_mla_v41_planar", 288), Format::kNvfp4DsMlaV41Planar);
   EXPECT_EQ(resolve_format("fp8_ds_mla_v41", 0), Format::kFp8DsMlaV41);
   EXPECT_EQ(resolve_format("nvfp4_ds_mla_v41", 0), Format::kNvfp4DsMlaV41);
   EXPECT_EQ(resolve_format("fp8_ds_mla_v41", 528), Format::kFp8DsMlaV41);
   EXPECT_EQ(resolve_format("nvfp4_ds_mla_v41", 288), Format::kNvfp4DsMlaV41);
-  EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 288); }),
-            "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: record bytes must be those of one of the records "
-            "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
-            "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 288");
-  EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 528); }),
-            "mlakv::resolve_format(fp8_ds_mla): record_bytes: record bytes must be those of one of the records "
-            "kv_cache_dtype 'fp8_ds_mla' names here: fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / "
-            "FlashMLA / SGLang, DeepSeek V4), got 528");
+  // The KV_FP8_ROPE switch selects the B12X backend's records, never vLLM's V4.1 pages.
+  EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 288, true); }),
+            "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: must be 368 (nvfp4_ds_mla_fp8_rope), got 288");
+  EXPECT_EQ(error_of([] { resolve_format("v41", 288); }),
+            "mlakv::resolve_format(v41): record_bytes: must be 528 (fp8_ds_mla_v41_planar), got 288");
   // The V3-family widths still pick the V3-family records.
   EXPECT_EQ(resolve_format("nvfp4_ds_mla", 352), Format::kNvfp4Fp8DsMla);
   EXPECT_EQ(resolve_format("fp8_ds_mla", 656), Format::kFp8DsMla);
@@ -108,27 +115,29 @@ TEST(resolve_format, every_engine_name_of_the_registry_resolves_to_its_format) {
       ++names;
     }
   }
-  EXPECT_EQ(names, 10);
+  EXPECT_EQ(names, 16);
 }
 
 TEST(resolve_format, ambiguous_name_without_a_width_names_the_candidates) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 0); }),
             "mlakv::resolve_format(nvfp4_ds_mla): kv_cache_dtype: names several records, the cache's record width "
             "picks one of nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), nvfp4_fp8_ds_mla (352 B, upstream "
-            "vLLM), got 'nvfp4_ds_mla' without a record width");
+            "vLLM), fp8_ds_mla_v41_planar (528 B, vLLM, DeepSeek V4.1 sliding-window cache), nvfp4_ds_mla_v41_planar "
+            "(288 B, vLLM, DeepSeek V4.1 compressed cache), got 'nvfp4_ds_mla' without a record width");
 }
 
 TEST(resolve_format, width_of_no_candidate_names_the_candidates) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 368); }),
             "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: record bytes must be those of one of the records "
             "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
-            "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 368");
+            "nvfp4_fp8_ds_mla (352 B, upstream vLLM), fp8_ds_mla_v41_planar (528 B, vLLM, DeepSeek V4.1 "
+            "sliding-window cache), nvfp4_ds_mla_v41_planar (288 B, vLLM, DeepSeek V4.1 compressed cache), got 368");
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_ds_mla", 352, true); }),
             "mlakv::resolve_format(nvfp4_ds_mla): record_bytes: must be 368 (nvfp4_ds_mla_fp8_rope), got 352");
   EXPECT_EQ(error_of([] { resolve_format("fp8_ds_mla", 576); }),
             "mlakv::resolve_format(fp8_ds_mla): record_bytes: record bytes must be those of one of the records "
             "kv_cache_dtype 'fp8_ds_mla' names here: fp8_ds_mla (656 B, vLLM / FlashMLA), fp8_ds_mla_v4 (584 B, vLLM / "
-            "FlashMLA / SGLang, DeepSeek V4), got 576");
+            "FlashMLA / SGLang, DeepSeek V4), fp8_ds_mla_v41_planar (528 B, vLLM, DeepSeek V4.1 on SM100), got 576");
   EXPECT_EQ(error_of([] { resolve_format("nvfp4_fp8_ds_mla", 432); }),
             "mlakv::resolve_format(nvfp4_fp8_ds_mla): record_bytes: must be 352 (nvfp4_fp8_ds_mla), got 432");
   EXPECT_EQ(error_of([] { resolve_format("fp8", -1); }),
@@ -138,9 +147,9 @@ TEST(resolve_format, width_of_no_candidate_names_the_candidates) {
 TEST(resolve_format, unknown_name_lists_engine_names_and_format_ids) {
   EXPECT_EQ(error_of([] { resolve_format("nvfp4", 352); }),
             "mlakv::resolve_format(nvfp4): kv_cache_dtype: must be an engine name (auto, fp8, fp8_e4m3, fp8_ds_mla, "
-            "nvfp4_ds_mla) or an mlakv format id (bf16, fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, "
+            "nvfp4_ds_mla, v4, v41, v41_fp4) or an mlakv format id (bf16, fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, "
             "nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4, fp8_ds_mla_v41, "
-            "nvfp4_ds_mla_v41), got 'nvfp4'");
+            "nvfp4_ds_mla_v41, fp8_ds_mla_v41_planar, nvfp4_ds_mla_v41_planar), got 'nvfp4'");
 }
 
 }  // namespace

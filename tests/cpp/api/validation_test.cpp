@@ -239,10 +239,10 @@ TEST_F(validation, rejects_null_data_pointer) {
 TEST_F(validation, rejects_unknown_kv_cache_dtype_listing_accepted_ones) {
   expect_stock_error("nvfp4", nullptr, ErrorCode::kValue,
                      "mlakv::concat_and_cache_mla(nvfp4): kv_cache_dtype: must be an engine name (auto, fp8, "
-                     "fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla) or an mlakv format id (bf16, fp16, fp8_e4m3, fp8_ds_mla, "
-                     "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4, "
-                     "fp8_ds_mla_v41, nvfp4_ds_mla_v41), got "
-                     "'nvfp4'");
+                     "fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, v4, v41, v41_fp4) or an mlakv format id (bf16, fp16, "
+                     "fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, "
+                     "nvfp4_fp8_ds_mla, fp8_ds_mla_v4, fp8_ds_mla_v41, nvfp4_ds_mla_v41, fp8_ds_mla_v41_planar, "
+                     "nvfp4_ds_mla_v41_planar), got 'nvfp4'");
 }
 
 TEST_F(validation, fp8_requires_a_scale) {

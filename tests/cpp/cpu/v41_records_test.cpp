@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// DeepSeek V4.1's token-major records, "fp8_ds_mla_v41" (528 B: 512 E4M3 |
-// 16 UE8M0) and "nvfp4_ds_mla_v41" (288 B: 256 packed E2M1 | 32 E4M3): records
-// built by hand from FlashMLA's facts, guard bytes around padded pages,
-// random slots across pages, the readers, the peers' round-trip properties,
-// NaN tiles, and the arguments the formats refuse.
+// DeepSeek V4.1's rows, in FlashMLA's token-major records, "fp8_ds_mla_v41"
+// (528 B: 512 E4M3 | 16 UE8M0) and "nvfp4_ds_mla_v41" (288 B: 256 packed E2M1
+// | 32 E4M3), and in vLLM's / SGLang's block-planar pages,
+// "fp8_ds_mla_v41_planar" and "nvfp4_ds_mla_v41_planar" (a page's code rows,
+// then its scale rows, then padding to 512 B): records and pages built by hand
+// from the engines' facts, guard bytes around padded pages, random slots
+// across pages, the readers, the peers' round-trip properties, NaN tiles, and
+// the arguments the formats refuse.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +28,8 @@ using mlakv::TensorView;
 using namespace mlakv::test;
 using Mxfp8 = mlakv::codec::CodecFp8DsMlaV41;
 using Fp4 = mlakv::codec::CodecNvfp4DsMlaV41;
+using Mxfp8Planar = mlakv::codec::CodecFp8DsMlaV41Planar;
+using Fp4Planar = mlakv::codec::CodecNvfp4DsMlaV41Planar;
 using mlakv::codec::InputDtype;
 
 constexpr int kNope = 448;
@@ -405,6 +410,240 @@ TEST(v41_validation, kv_c_must_be_448_wide_and_sparse_decode_refuses_the_records
             "mlakv::sparse_mla_decode(fp8_ds_mla_v41): format: the cpu backend's sparse_mla_decode supports bf16, "
             "fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, "
             "nvfp4_fp8_ds_mla, got fp8_ds_mla_v41");
+}
+
+// --- the block-planar pages (vLLM b3ae0bb cache_utils.py: a token's code row
+// at page byte pos * code_row, its scale row at block_size * code_row + pos *
+// scale_row; pages padded to a multiple of 512, vLLM's kv_page_alignment) ---
+
+// Where token `t`'s rows of a block-planar page start, from the page's first byte.
+struct PlanarRows {
+  int code_row, scale_row;
+  std::int64_t data(std::int64_t block_size, std::int64_t t) const { return t * code_row; }
+  std::int64_t scale(std::int64_t block_size, std::int64_t t) const { return block_size * code_row + t * scale_row; }
+};
+constexpr PlanarRows kMxfp8Rows{512, 16};
+constexpr PlanarRows kFp4Rows{256, 32};
+
+TEST(v41_planar_layout, pages_are_code_rows_then_scale_rows_padded_to_512) {
+  const mlakv::FormatInfo& m = mlakv::format_info(Format::kFp8DsMlaV41Planar);
+  const mlakv::FormatInfo& f = mlakv::format_info(Format::kNvfp4DsMlaV41Planar);
+  EXPECT_EQ(m.id, "fp8_ds_mla_v41_planar");
+  EXPECT_EQ(f.id, "nvfp4_ds_mla_v41_planar");
+  EXPECT_EQ(m.record_bytes, 528);
+  EXPECT_EQ(f.record_bytes, 288);
+  EXPECT_EQ(m.page.kind, mlakv::PageKind::kBlockPlanar);
+  EXPECT_EQ(f.page.kind, mlakv::PageKind::kBlockPlanar);
+  EXPECT_EQ(m.page.data_row_bytes, 512);
+  EXPECT_EQ(m.page.scale_row_bytes, 16);
+  EXPECT_EQ(f.page.data_row_bytes, 256);
+  EXPECT_EQ(f.page.scale_row_bytes, 32);
+  EXPECT_EQ(mlakv::page_bytes(m, 64), 64 * 528);  // 66 x 512: no padding at vLLM's block sizes
+  EXPECT_EQ(mlakv::page_bytes(f, 64), 64 * 288);  // 36 x 512
+  EXPECT_EQ(mlakv::page_bytes(m, 5), 3072);       // 2640 rounded up to 6 x 512
+  EXPECT_EQ(mlakv::page_bytes(f, 5), 1536);       // 1440 rounded up to 3 x 512
+  EXPECT_EQ(mlakv::page_bytes(f, 8), 2560);       // 2304: vLLM pads to 5 x 512 (SGLang to 9 x 256)
+  // The one address rule: token 3 of a page of 5.
+  EXPECT_EQ(mlakv::field_offset(m, m.fields[0], 5, 3), 3 * 512);
+  EXPECT_EQ(mlakv::field_offset(m, m.fields[1], 5, 3), 5 * 512 + 3 * 16);
+  EXPECT_EQ(mlakv::field_offset(f, f.fields[0], 5, 3), 3 * 256);
+  EXPECT_EQ(mlakv::field_offset(f, f.fields[1], 5, 3), 5 * 256 + 3 * 32);
+}
+
+template <class Codec>
+void expect_golden_pages(Format format, const PlanarRows& rows, const HandToken& a, const HandToken& b) {
+  const mlakv::FormatInfo& info = mlakv::format_info(format);
+  constexpr std::int64_t kBlockSize = 5;
+  const std::int64_t page = mlakv::page_bytes(info, kBlockSize);
+  GuardedCache cache(2, kBlockSize, info.record_bytes, page);
+  std::vector<std::uint16_t> nope(a.nope), rope(a.rope);
+  nope.insert(nope.end(), b.nope.begin(), b.nope.end());
+  rope.insert(rope.end(), b.rope.begin(), b.rope.end());
+  std::vector<std::int64_t> slots = {1, 7};  // page 0 token 1, page 1 token 2
+  mlakv::write_records(format, mlakv::make_view(nope.data(), DType::kBFloat16, {2, kNope}),
+                       mlakv::make_view(rope.data(), DType::kBFloat16, {2, kRope}), cache.view(info.record_bytes),
+                       mlakv::make_view(slots.data(), DType::kInt64, {2}));
+  // The hand-built record is the code row then the scale row: here they lie in two regions.
+  const std::size_t base = cache.record_offset(0);
+  const struct {
+    const HandToken& token;
+    std::size_t data, scale;
+  } expected[] = {{a, base + rows.data(kBlockSize, 1), base + rows.scale(kBlockSize, 1)},
+                  {b, base + page + rows.data(kBlockSize, 2), base + page + rows.scale(kBlockSize, 2)}};
+  const std::vector<std::uint8_t>& bytes = cache.storage();
+  for (const auto& e : expected) {
+    for (int i = 0; i < rows.code_row; ++i) ASSERT_EQ(bytes[e.data + i], e.token.record[i]) << "code row byte " << i;
+    for (int i = 0; i < rows.scale_row; ++i) {
+      ASSERT_EQ(bytes[e.scale + i], e.token.record[rows.code_row + i]) << "scale row byte " << i;
+    }
+  }
+  // Nothing else changed: not the other tokens' rows, not the page padding, not the guards.
+  for (const std::size_t i : cache.changed_bytes()) {
+    bool inside = false;
+    for (const auto& e : expected) {
+      inside |= (i >= e.data && i < e.data + rows.code_row) || (i >= e.scale && i < e.scale + rows.scale_row);
+    }
+    ASSERT_TRUE(inside) << "byte " << i << " outside the two tokens' rows changed";
+  }
+}
+
+TEST(v41_planar_writer, mxfp8_golden_pages_hold_every_code_row_and_scale_row_and_nothing_else) {
+  expect_golden_pages<Mxfp8Planar>(Format::kFp8DsMlaV41Planar, kMxfp8Rows, mxfp8_token(1.0f), mxfp8_token(-1.0f));
+}
+
+TEST(v41_planar_writer, fp4_golden_pages_hold_every_code_row_and_scale_row_and_nothing_else) {
+  expect_golden_pages<Fp4Planar>(Format::kNvfp4DsMlaV41Planar, kFp4Rows, fp4_token(), fp4_token());
+}
+
+// Random slots across four pages of 64 (block stride 48 B past the page), both
+// input dtypes, hostile values: each written token's rows are the codec's,
+// nothing else changes, and both readers return the codec's decode. The rows
+// are also exactly the token-major record's two halves (one definition).
+template <class Codec, class TokenMajor>
+void expect_random_slots_write_only_their_rows(Format format, const PlanarRows& rows) {
+  const mlakv::FormatInfo& info = mlakv::format_info(format);
+  constexpr std::int64_t kBlocks = 4, kBlockSize = 64;
+  const std::int64_t page = mlakv::page_bytes(info, kBlockSize) + 48;
+  GuardedCache cache(kBlocks, kBlockSize, info.record_bytes, page);
+  std::vector<std::int64_t> slots(kBlocks * kBlockSize);
+  for (std::int64_t s = 0; s < kBlocks * kBlockSize; ++s) slots[s] = s;
+  std::shuffle(slots.begin(), slots.end(), std::mt19937_64(11));
+  slots.resize(40);
+  slots.push_back(-1);
+  slots.push_back(kBlocks * kBlockSize);  // past capacity: skipped
+  const auto tokens = static_cast<std::int64_t>(slots.size());
+  const std::size_t base = cache.record_offset(0);
+  const auto data_at = [&](std::int64_t slot) {
+    return base + static_cast<std::size_t>((slot / kBlockSize) * page + rows.data(kBlockSize, slot % kBlockSize));
+  };
+  const auto scale_at = [&](std::int64_t slot) {
+    return base + static_cast<std::size_t>((slot / kBlockSize) * page + rows.scale(kBlockSize, slot % kBlockSize));
+  };
+  for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    SCOPED_TRACE(mlakv::dtype_name(dtype));
+    const std::vector<std::uint16_t> nope = random_inputs(tokens * kNope, dtype, 15, /*specials=*/true);
+    const std::vector<std::uint16_t> rope = random_inputs(tokens * kRope, dtype, 16, /*specials=*/true);
+    mlakv::write_records(format, mlakv::make_view(const_cast<std::uint16_t*>(nope.data()), dtype, {tokens, kNope}),
+                         mlakv::make_view(const_cast<std::uint16_t*>(rope.data()), dtype, {tokens, kRope}),
+                         cache.view(info.record_bytes), mlakv::make_view(slots.data(), DType::kInt64, {tokens}));
+    std::vector<bool> written(cache.storage().size(), false);
+    std::vector<std::uint8_t> record(info.record_bytes);
+    for (std::int64_t t = 0; t + 2 < tokens; ++t) {
+      encode<TokenMajor>(dtype, &nope[t * kNope], &rope[t * kRope], record.data());
+      const std::size_t d = data_at(slots[t]), sc = scale_at(slots[t]);
+      ASSERT_EQ(std::memcmp(&cache.storage()[d], record.data(), rows.code_row), 0) << "slot " << slots[t];
+      ASSERT_EQ(std::memcmp(&cache.storage()[sc], record.data() + rows.code_row, rows.scale_row), 0)
+          << "slot " << slots[t];
+      for (int i = 0; i < rows.code_row; ++i) written[d + i] = true;
+      for (int i = 0; i < rows.scale_row; ++i) written[sc + i] = true;
+    }
+    for (const std::size_t i : cache.changed_bytes()) ASSERT_TRUE(written[i]) << "byte " << i << " changed";
+
+    std::vector<float> kv(tokens * kNope, 7.0f), pe(tokens * kRope, 7.0f);
+    mlakv::gather_records(format, cache.view(info.record_bytes),
+                          mlakv::make_view(slots.data(), DType::kInt64, {tokens}),
+                          mlakv::make_view(kv.data(), DType::kFloat32, {tokens, kNope}),
+                          mlakv::make_view(pe.data(), DType::kFloat32, {tokens, kRope}));
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      float dn[kNope] = {}, dr[kRope] = {};
+      if (t + 2 < tokens) {
+        Codec::decode_token(&cache.storage()[data_at(slots[t])], &cache.storage()[scale_at(slots[t])], dn, dr);
+      }
+      for (int i = 0; i < kNope; ++i) {
+        ASSERT_EQ(f32_bits(kv[t * kNope + i]), f32_bits(mlakv::codec::canonical_nan(dn[i]))) << t << " " << i;
+      }
+      for (int i = 0; i < kRope; ++i) {
+        ASSERT_EQ(f32_bits(pe[t * kRope + i]), f32_bits(mlakv::codec::canonical_nan(dr[i]))) << t << " " << i;
+      }
+    }
+  }
+}
+
+TEST(v41_planar_writer, mxfp8_random_slots_across_pages_write_only_their_rows_and_read_back) {
+  expect_random_slots_write_only_their_rows<Mxfp8Planar, Mxfp8>(Format::kFp8DsMlaV41Planar, kMxfp8Rows);
+}
+
+TEST(v41_planar_writer, fp4_random_slots_across_pages_write_only_their_rows_and_read_back) {
+  expect_random_slots_write_only_their_rows<Fp4Planar, Fp4>(Format::kNvfp4DsMlaV41Planar, kFp4Rows);
+}
+
+TEST(v41_planar_reader, decodes_hand_built_pages_with_both_readers) {
+  // Page 1, token 3 of two pages of 4 (2112 B of rows, padded to 2560) holds the hand-built MXFP8 token.
+  const HandToken m = mxfp8_token(1.0f);
+  constexpr std::int64_t kPage = 2560;
+  ASSERT_EQ(mlakv::page_bytes(mlakv::format_info(Format::kFp8DsMlaV41Planar), 4), kPage);
+  std::vector<std::uint8_t> cache(2 * kPage, 0);
+  std::memcpy(&cache[kPage + kMxfp8Rows.data(4, 3)], m.record.data(), 512);
+  std::memcpy(&cache[kPage + kMxfp8Rows.scale(4, 3)], m.record.data() + 512, 16);
+  TensorView view = mlakv::make_view(cache.data(), DType::kUInt8, {2, 4, 528});
+  view.strides[0] = kPage;
+  std::vector<std::int64_t> slots = {7, -1};
+  std::vector<float> nope(2 * kNope, 1.0f), rope(2 * kRope, 1.0f);
+  mlakv::gather_records(Format::kFp8DsMlaV41Planar, view, mlakv::make_view(slots.data(), DType::kInt64, {2}),
+                        mlakv::make_view(nope.data(), DType::kFloat32, {2, kNope}),
+                        mlakv::make_view(rope.data(), DType::kFloat32, {2, kRope}));
+  EXPECT_EQ(nope[0], 448.0f);
+  EXPECT_EQ(nope[1], -1.5f);
+  EXPECT_EQ(nope[32], 3.0f);
+  EXPECT_EQ(nope[96], 56.0f);
+  EXPECT_EQ(nope[128], 56.0f);  // 57 stored as 224 x 2^-2
+  EXPECT_TRUE(std::isnan(nope[161]));
+  EXPECT_EQ(rope[0], 0.75f);
+  EXPECT_EQ(rope[1], -0.25f);
+  for (int i = kNope; i < 2 * kNope; ++i) ASSERT_EQ(nope[i], 0.0f) << i;  // slot -1 reads as zeros
+
+  // The FP4 token through the paged reader: sequence 0 is block 1, its row 2 is slot 6.
+  const HandToken f = fp4_token();
+  constexpr std::int64_t kFp4Page = 1536;  // 4 x 288 = 1152, padded to 3 x 512
+  ASSERT_EQ(mlakv::page_bytes(mlakv::format_info(Format::kNvfp4DsMlaV41Planar), 4), kFp4Page);
+  std::vector<std::uint8_t> fp4(2 * kFp4Page, 0);
+  std::memcpy(&fp4[kFp4Page + kFp4Rows.data(4, 2)], f.record.data(), 256);
+  std::memcpy(&fp4[kFp4Page + kFp4Rows.scale(4, 2)], f.record.data() + 256, 32);
+  TensorView fp4_view = mlakv::make_view(fp4.data(), DType::kUInt8, {2, 4, 288});
+  fp4_view.strides[0] = kFp4Page;
+  std::int32_t block_table[1] = {1}, seq_lens[1] = {3}, cu_seq_lens[2] = {0, 3};
+  std::vector<float> kv(3 * kNope), pe(3 * kRope);
+  mlakv::gather_records_paged(
+      Format::kNvfp4DsMlaV41Planar, fp4_view, mlakv::make_view(block_table, DType::kInt32, {1, 1}),
+      mlakv::make_view(seq_lens, DType::kInt32, {1}), mlakv::make_view(cu_seq_lens, DType::kInt32, {2}),
+      mlakv::make_view(kv.data(), DType::kFloat32, {3, kNope}),
+      mlakv::make_view(pe.data(), DType::kFloat32, {3, kRope}));
+  const float* row = &kv[2 * kNope];
+  EXPECT_EQ(row[0], 6.0f);
+  EXPECT_EQ(row[1], -3.0f);
+  EXPECT_EQ(row[48], 6.0f * 448.0f);
+  for (int i = 64; i < 80; ++i) ASSERT_TRUE(std::isnan(row[i])) << i;  // the NaN tile reads as NaN
+  EXPECT_EQ(row[80], 6.75f);
+  EXPECT_EQ(pe[2 * kRope + 0], 12.0f);
+  EXPECT_EQ(pe[2 * kRope + 1], -1.0f);
+  for (int i = 0; i < 2 * kNope; ++i) ASSERT_EQ(kv[i], 0.0f) << i;  // rows 0 and 1: the page's empty tokens
+}
+
+TEST(v41_planar_validation, the_engines_page_view_is_required) {
+  std::vector<std::uint16_t> nope(kNope), rope(kRope);
+  std::vector<std::uint8_t> cache(2 * 33792 + 64);
+  std::int64_t slot = 0;
+  TensorView view = mlakv::make_view(cache.data(), DType::kUInt8, {2, 64, 528});
+  view.strides[1] = 544;
+  view.strides[0] = 64 * 544;
+  EXPECT_EQ(error_of([&] {
+              mlakv::write_records(Format::kFp8DsMlaV41Planar,
+                                   mlakv::make_view(nope.data(), DType::kBFloat16, {1, kNope}),
+                                   mlakv::make_view(rope.data(), DType::kBFloat16, {1, kRope}), view,
+                                   mlakv::make_view(&slot, DType::kInt64, {1}));
+            }),
+            "mlakv::write_records(fp8_ds_mla_v41_planar): kv_cache: slot stride must be 528 (a block-planar page: "
+            "its rows are packed, region after region), got 544");
+  view = mlakv::make_view(cache.data(), DType::kUInt8, {2, 64, 288});
+  view.strides[0] = 64 * 288 - 16;
+  EXPECT_EQ(error_of([&] {
+              mlakv::write_records(Format::kNvfp4DsMlaV41Planar,
+                                   mlakv::make_view(nope.data(), DType::kBFloat16, {1, kNope}),
+                                   mlakv::make_view(rope.data(), DType::kBFloat16, {1, kRope}), view,
+                                   mlakv::make_view(&slot, DType::kInt64, {1}));
+            }),
+            "mlakv::write_records(nvfp4_ds_mla_v41_planar): kv_cache: block stride must be >= 18432 (blocks must "
+            "not overlap), got 18416");
 }
 
 }  // namespace

@@ -242,7 +242,8 @@ TEST(concat_and_cache_mla, nvfp4_ds_mla_cache_of_neither_width_names_the_records
     EXPECT_EQ(std::string(e.what()),
               "mlakv::concat_and_cache_mla(nvfp4_ds_mla): kv_cache: record bytes must be those of one of the records "
               "kv_cache_dtype 'nvfp4_ds_mla' names here: nvfp4_ds_mla (432 B, B12X backend, KV_FP8_ROPE=0), "
-              "nvfp4_fp8_ds_mla (352 B, upstream vLLM), got 368");
+              "nvfp4_fp8_ds_mla (352 B, upstream vLLM), fp8_ds_mla_v41_planar (528 B, vLLM, DeepSeek V4.1 "
+              "sliding-window cache), nvfp4_ds_mla_v41_planar (288 B, vLLM, DeepSeek V4.1 compressed cache), got 368");
   }
   EXPECT_EQ(cache, std::vector<std::uint8_t>(2 * 368, 0xAB));
 }

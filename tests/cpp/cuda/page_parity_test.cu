@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The DeepSeek V4 family (block-planar fp8_ds_mla_v4 pages, token-major V4.1
-// records): the CUDA writer and reader give exactly the CPU reference's bytes
+// records, block-planar V4.1 pages): the CUDA writer and reader give exactly the CPU reference's bytes
 // and bits. Skipped without a CUDA device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -25,9 +25,11 @@ using mlakv::TensorView;
 using namespace mlakv::test;
 
 // --- the DeepSeek V4 family: block-planar V4 pages (fp8_ds_mla_v4), token-major
-// V4.1 records (fp8_ds_mla_v41, nvfp4_ds_mla_v41) ---
+// V4.1 records (fp8_ds_mla_v41, nvfp4_ds_mla_v41), block-planar V4.1 pages
+// (fp8_ds_mla_v41_planar, nvfp4_ds_mla_v41_planar) ---
 
 constexpr Format kV41Formats[] = {Format::kFp8DsMlaV41, Format::kNvfp4DsMlaV41};
+constexpr Format kV41PlanarFormats[] = {Format::kFp8DsMlaV41Planar, Format::kNvfp4DsMlaV41Planar};
 
 // The engines' view of whole pages: [num_blocks, block_size, record_bytes],
 // slot stride record_bytes, block stride the (padded) page plus `block_pad`;
@@ -97,6 +99,11 @@ TEST(cuda_page_writer, v41_records_random_and_hostile_values_in_shuffled_slots_m
   for (const Format format : kV41Formats) expect_random_and_hostile_values_in_shuffled_slots_match_cpu(format);
 }
 
+TEST(cuda_page_writer, v41_planar_pages_random_and_hostile_values_in_shuffled_slots_match_cpu) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format : kV41PlanarFormats) expect_random_and_hostile_values_in_shuffled_slots_match_cpu(format);
+}
+
 void expect_strided_inputs_padded_pages_and_odd_block_sizes_match_cpu(Format format) {
   for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     expect_page_write_parity(format, dtype, iota_slots(100, 3), true, 4, 32, 64, 40,
@@ -117,6 +124,13 @@ TEST(cuda_page_writer, v41_records_strided_inputs_padded_pages_and_odd_block_siz
   for (const Format format : kV41Formats) expect_strided_inputs_padded_pages_and_odd_block_sizes_match_cpu(format);
 }
 
+TEST(cuda_page_writer, v41_planar_pages_strided_inputs_padded_pages_and_odd_block_sizes_match_cpu) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format : kV41PlanarFormats) {
+    expect_strided_inputs_padded_pages_and_odd_block_sizes_match_cpu(format);
+  }
+}
+
 void expect_launches_of_many_tokens_match_cpu(Format format) {
   auto slots = iota_slots(20000);
   std::reverse(slots.begin(), slots.end());
@@ -131,6 +145,11 @@ TEST(cuda_page_writer, fp8_ds_mla_v4_launches_of_many_tokens_match_cpu) {
 TEST(cuda_page_writer, v41_records_launches_of_many_tokens_match_cpu) {
   MLAKV_REQUIRE_GPU();
   for (const Format format : kV41Formats) expect_launches_of_many_tokens_match_cpu(format);
+}
+
+TEST(cuda_page_writer, v41_planar_pages_launches_of_many_tokens_match_cpu) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format : kV41PlanarFormats) expect_launches_of_many_tokens_match_cpu(format);
 }
 
 // Pages written on the CPU from hostile inputs, gathered by both backends (by
@@ -206,6 +225,11 @@ TEST(cuda_page_reader, fp8_ds_mla_v4_gathers_match_cpu_bit_for_bit) {
 TEST(cuda_page_reader, v41_records_gathers_match_cpu_bit_for_bit) {
   MLAKV_REQUIRE_GPU();
   for (const Format format : kV41Formats) expect_page_gather_parity(format);
+}
+
+TEST(cuda_page_reader, v41_planar_pages_gathers_match_cpu_bit_for_bit) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format : kV41PlanarFormats) expect_page_gather_parity(format);
 }
 
 }  // namespace

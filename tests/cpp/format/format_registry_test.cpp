@@ -24,6 +24,8 @@ TEST(format_registry, ids_and_record_sizes_match_abi) {
       {"fp8_ds_mla_v4", 584},
       {"fp8_ds_mla_v41", 528},
       {"nvfp4_ds_mla_v41", 288},
+      {"fp8_ds_mla_v41_planar", 528},
+      {"nvfp4_ds_mla_v41_planar", 288},
   };
   ASSERT_EQ(mlakv::formats().size(), std::size(expected));
   for (std::size_t i = 0; i < std::size(expected); ++i) {
@@ -73,6 +75,34 @@ TEST(format_registry, v4_page_is_block_planar_with_448_nope_and_64_rope_values) 
   EXPECT_EQ(v4.fields[2].element, "UE8M0");
   EXPECT_EQ(v4.fields[2].group, 64);
   EXPECT_EQ(v4.fields[2].region, mlakv::kScaleRegion);
+}
+
+// vLLM's and SGLang's V4.1 pages: FlashMLA's V4.1 rows (the token-major
+// records' fields, in the same order and widths), region after region.
+TEST(format_registry, v41_planar_pages_hold_the_token_major_records_rows_in_two_regions) {
+  const std::pair<Format, Format> pairs[] = {{Format::kFp8DsMlaV41, Format::kFp8DsMlaV41Planar},
+                                             {Format::kNvfp4DsMlaV41, Format::kNvfp4DsMlaV41Planar}};
+  for (const auto& [token_major, planar] : pairs) {
+    const auto& t = mlakv::format_info(token_major);
+    const auto& p = mlakv::format_info(planar);
+    EXPECT_EQ(p.page.kind, mlakv::PageKind::kBlockPlanar) << p.id;
+    EXPECT_EQ(p.page.page_multiple, 512) << p.id;
+    EXPECT_EQ(p.record_bytes, t.record_bytes) << p.id;
+    EXPECT_EQ(p.geometry.nope_dims, 448) << p.id;
+    EXPECT_TRUE(p.geometry.v_includes_rope) << p.id;
+    ASSERT_EQ(p.fields.size(), 2u) << p.id;
+    ASSERT_EQ(t.fields.size(), 2u) << t.id;
+    EXPECT_EQ(p.page.data_row_bytes, t.fields[0].bytes) << p.id;
+    EXPECT_EQ(p.page.scale_row_bytes, t.fields[1].bytes) << p.id;
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(p.fields[i].name, t.fields[i].name) << p.id;
+      EXPECT_EQ(p.fields[i].bytes, t.fields[i].bytes) << p.id;
+      EXPECT_EQ(p.fields[i].element, t.fields[i].element) << p.id;
+      EXPECT_EQ(p.fields[i].group, t.fields[i].group) << p.id;
+      EXPECT_EQ(p.fields[i].offset, 0) << p.id;
+      EXPECT_EQ(p.fields[i].region, i == 0 ? mlakv::kDataRegion : mlakv::kScaleRegion) << p.id;
+    }
+  }
 }
 
 TEST(format_registry, token_major_formats_have_no_scale_rows_and_unpadded_pages) {
@@ -132,8 +162,7 @@ TEST(format_registry, unknown_id_lists_accepted_ones) {
     EXPECT_EQ(std::string(e.what()),
               "mlakv::parse_format: format: unknown id 'nvfp4', expected one of bf16, fp16, fp8_e4m3, fp8_ds_mla, "
               "nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, fp8_ds_mla_v4, "
-              "fp8_ds_mla_v41, "
-              "nvfp4_ds_mla_v41");
+              "fp8_ds_mla_v41, nvfp4_ds_mla_v41, fp8_ds_mla_v41_planar, nvfp4_ds_mla_v41_planar");
   }
 }
 
