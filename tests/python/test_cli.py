@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -85,6 +86,44 @@ def test_mlakv_command_capacity_is_bytes_arithmetic():
     table = run("capacity", "--kv-memory", "1.5TiB", "--layers", "10").stdout
     tokens = int(next(line for line in table.splitlines() if line.startswith("nvfp4_fp8_ds_mla ")).split()[3])
     assert tokens == int(1.5 * 2**40) // (10 * 352)
+
+
+# DeepSeek-V4-Flash's config.json: 43 layers, sliding_window 128, compress_ratios (its 44th entry,
+# the MTP layer, left out as the other presets leave it out).
+V4_FLASH_RATIOS = [0, 0] + [4, 128] * 20 + [4]
+V4_ENTRY_BYTES = {  # bytes of one cached entry per layer, page padding included (64-token pages)
+    "fp8_ds_mla_v4": 37440 / 64,
+    "fp8_ds_mla_v41": 528,
+    "nvfp4_ds_mla_v41": 288,
+    "fp8_ds_mla_v41_planar": 528,
+    "nvfp4_ds_mla_v41_planar": 288,
+}
+
+
+def test_mlakv_command_capacity_of_deepseek_v4_counts_windows_and_compressed_entries_not_tokens_x_layers():
+    report = json.loads(run("capacity", "--json", "--model", "deepseek-v4-flash", "--kv-memory", "80GiB").stdout)
+    assert report["model"]["layers"] == 43 and report["model"]["sliding_window"] == 128
+    assert report["model"]["compress_ratios"] == V4_FLASH_RATIOS
+    memory = 80 * 2**30
+    assert [f["format"] for f in report["formats"]] == list(V4_ENTRY_BYTES)
+    for f in report["formats"]:
+        entry = V4_ENTRY_BYTES[f["format"]]
+        per_token = sum(entry / r for r in V4_FLASH_RATIOS if r)
+        window = 43 * 128 * entry
+        assert f["window_bytes_per_sequence"] == math.ceil(window)
+        assert f["bytes_per_token"] == math.floor(per_token + 0.5)  # rounded half away from zero
+        assert f["tokens"] == math.floor((memory - window) / per_token)
+        sequence = window + sum(131072 // r * entry for r in V4_FLASH_RATIOS if r)
+        assert f["sequences_128k"] == math.floor(memory / sequence)
+        assert f["bytes_per_token"] < 43 * f["record_bytes"] / 7  # far below tokens x layers x bytes
+    table = run("capacity", "--model", "deepseek-v4-flash").stdout
+    assert "2 window-only, 21 ratio-4, 20 ratio-128" in table
+    assert "Not counted: the ratio-4 layers' indexer keys" in table
+
+
+def test_mlakv_command_deepseek_v4_refuses_layers_and_report_names_the_limitation():
+    one_line_exit_2(run("capacity", "--model", "deepseek-v4-flash", "--layers", "10", check=False), "--layers")
+    one_line_exit_2(run("report", "--model", "deepseek-v4-flash", check=False), "--model", "448 + 64", "capacity")
 
 
 def test_mlakv_command_plot_is_svg_with_one_mark_per_format(tmp_path):
@@ -200,6 +239,24 @@ def test_mlakv_command_inspect_reads_a_v41_fp4_record_by_its_id(tmp_path):
     assert "page [   288,    544)  record    [   0,  256)  codes" in out
     assert "page [   544,    576)  record    [ 256,  288)  tile_scales" in out
     decoded_kv, _ = mlakv.gather_records("nvfp4_ds_mla_v41", cache, [65])
+    line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
+    values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
+    np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
+
+
+def test_mlakv_command_inspect_reads_a_token_of_vllms_block_planar_v41_fp4_page(tmp_path):
+    rng = np.random.default_rng(3)
+    row = rng.standard_normal((2, 512)).astype(ml_dtypes.bfloat16)
+    pages = np.zeros((2, 64 * 288), np.uint8)  # 64-token pages: 18432 B, a multiple of 512
+    view = np.lib.stride_tricks.as_strided(pages, shape=(2, 64, 288), strides=(64 * 288, 288, 1))
+    mlakv.concat_and_cache_mla(row[:, :448], row[:, 448:], view, np.array([5, 65]), "nvfp4_ds_mla")  # vLLM's name
+    pages.tofile(tmp_path / "cache.bin")
+    inspect = ["inspect", "--format", "nvfp4_ds_mla", "--record-bytes", "288", "--cache", str(tmp_path / "cache.bin")]
+    out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
+    assert out.startswith("nvfp4_ds_mla_v41_planar: slot 65 = block 1, position 1; page at byte 18432")
+    assert f"{1 * 256} +[   0,  256)  codes" in out  # token 1's code row
+    assert f"{64 * 256 + 32} +[   0,   32)  tile_scales" in out  # its scale row, after all 64 code rows
+    decoded_kv, _ = mlakv.gather_records("nvfp4_ds_mla_v41_planar", view, [65])
     line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
     values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
     np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)

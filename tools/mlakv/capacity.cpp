@@ -1,21 +1,71 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "capacity.h"
 
-namespace mlakv::tool {
+#include <cmath>
 
-std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers, int nope_dims) {
-  const auto bf16_bytes = static_cast<double>(format_info(Format::kBf16).record_bytes);
+namespace mlakv::tool {
+namespace {
+
+// Bytes of one page of a format: a token-major page is any number of records,
+// a block-planar one holds kPlanarBlockSize tokens and its padding.
+std::int64_t block_tokens(const FormatInfo& info) {
+  return info.page.kind == PageKind::kTokenMajor ? 1 : kPlanarBlockSize;
+}
+
+// Every layer keeps every token: whole pages of all layers.
+Capacity dense_capacity(const FormatInfo& info, std::uint64_t kv_memory, int layers, double bf16_bytes) {
+  const std::int64_t block = block_tokens(info);
+  const std::int64_t page = static_cast<std::int64_t>(layers) * page_bytes(info, block);
+  const std::uint64_t tokens = kv_memory / static_cast<std::uint64_t>(page) * static_cast<std::uint64_t>(block);
+  const std::int64_t per_token = page / block;  // exact for token-major pages; rounded down when padded
+  return {info.format,
+          info.record_bytes,
+          per_token,
+          tokens,
+          tokens / kSequenceTokens,
+          bf16_bytes * static_cast<double>(block * layers) / static_cast<double>(page),
+          0};
+}
+
+// DeepSeek V4's hybrid attention: per layer, the window's tokens plus one
+// compressed entry per `ratio` tokens, each entry one record of the page.
+Capacity compressed_capacity(const FormatInfo& info, std::uint64_t kv_memory, const ModelPreset& model,
+                             double bf16_bytes) {
+  const std::int64_t block = block_tokens(info);
+  const double entry = static_cast<double>(page_bytes(info, block)) / static_cast<double>(block);
+  double per_token = 0.0;  // amortized bytes per token of context, all layers
+  for (const int ratio : model.compress_ratios) {
+    if (ratio > 0) per_token += entry / ratio;
+  }
+  const auto window = static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(model.compress_ratios.size()) * model.sliding_window * entry));
+  const auto memory = static_cast<double>(kv_memory);
+  const double free = memory - static_cast<double>(window);
+  std::uint64_t tokens = 0;
+  if (free > 0.0) tokens = per_token > 0.0 ? static_cast<std::uint64_t>(std::floor(free / per_token)) : ~0ull;
+  double sequence = static_cast<double>(window);  // one 128k-token sequence
+  for (const int ratio : model.compress_ratios) {
+    if (ratio > 0) sequence += static_cast<double>(kSequenceTokens / ratio) * entry;
+  }
+  return {info.format,
+          info.record_bytes,
+          std::llround(per_token),
+          tokens,
+          static_cast<std::uint64_t>(std::floor(memory / sequence)),
+          bf16_bytes / entry,
+          window};
+}
+
+}  // namespace
+
+std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& model) {
+  // A bf16 record of the model's values: 512 + 64 (1152 B) or 448 + 64 (1024 B).
+  const double bf16_bytes = 2.0 * (model.nope_dims + kRopeDim);
   std::vector<Capacity> out;
   for (const FormatInfo& info : formats()) {
-    if (info.geometry.nope_dims != nope_dims) continue;  // a format of another model geometry
-    // Whole pages: a token-major page is any number of records, a block-planar
-    // one holds kPlanarBlockSize tokens and its padding.
-    const std::int64_t block = info.page.kind == PageKind::kTokenMajor ? 1 : kPlanarBlockSize;
-    const std::int64_t page = static_cast<std::int64_t>(layers) * page_bytes(info, block);
-    const std::uint64_t tokens = kv_memory / static_cast<std::uint64_t>(page) * static_cast<std::uint64_t>(block);
-    const std::int64_t per_token = page / block;  // exact for token-major pages; rounded down when padded
-    out.push_back({info.format, info.record_bytes, per_token, tokens, tokens / kSequenceTokens,
-                   bf16_bytes * static_cast<double>(block * layers) / static_cast<double>(page)});
+    if (info.geometry.nope_dims != model.nope_dims) continue;  // a format of another model geometry
+    out.push_back(model.compressed() ? compressed_capacity(info, kv_memory, model, bf16_bytes)
+                                     : dense_capacity(info, kv_memory, model.layers, bf16_bytes));
   }
   return out;
 }

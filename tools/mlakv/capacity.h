@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mlakv/formats.h"
+#include "models.h"
 
 namespace mlakv::tool {
 
@@ -15,15 +16,22 @@ inline constexpr std::int64_t kPlanarBlockSize = 64;
 
 struct Capacity {
   Format format;
-  int record_bytes;              // per token per layer
-  std::int64_t bytes_per_token;  // all layers, page padding included
-  std::uint64_t tokens;          // whole pages: floor(kv_memory / (layers * page_bytes)) * tokens per page
-  std::uint64_t sequences;       // floor(tokens / 131072)
-  double tokens_vs_bf16;         // tokens relative to the 1152-byte bf16 record
+  int record_bytes;                        // per token per layer
+  std::int64_t bytes_per_token;            // all layers, page padding included (compressed caches: amortized, rounded)
+  std::uint64_t tokens;                    // tokens of context the memory holds (compressed caches: one sequence's)
+  std::uint64_t sequences;                 // 128k-token sequences the memory holds
+  double tokens_vs_bf16;                   // tokens relative to bf16 records of the same values
+  std::int64_t window_bytes_per_sequence;  // the sliding windows of one sequence (0 without a window)
 };
 
-/// One entry per format of formats() storing `nope_dims` NoPE values per token
-/// (512: the DeepSeek V3 family's latent; 448: DeepSeek V4), in registry order.
-std::vector<Capacity> capacities(std::uint64_t kv_memory, int layers, int nope_dims = 512);
+/// One entry per format of formats() storing the model's `nope_dims` NoPE
+/// values per token (512: the DeepSeek V3 family's latent; 448: DeepSeek V4),
+/// in registry order. Without compressed layers: tokens = whole pages of
+/// floor(kv_memory / (layers x page_bytes)), sequences = tokens / 131072. With
+/// them (DeepSeek V4), a sequence of L tokens holds, per layer, its last
+/// sliding_window tokens and floor(L / ratio) compressed entries, each one
+/// record (page padding included): tokens = the longest sequence that fits,
+/// sequences = how many 128k-token sequences fit.
+std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& model);
 
 }  // namespace mlakv::tool

@@ -361,7 +361,13 @@ void run_report(const ReportOptions& options) {
   }
   const std::int64_t tokens = o.tokens > 0 ? o.tokens : device.type == DeviceType::kCuda ? 262144 : 4096;
   check_host_memory(tokens);
-  const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model.layers);
+  if (budget.model.nope_dims != kLatentDim) {
+    throw Error(ErrorCode::kValue,
+                fmt::format("--model: {} stores {} + {} values per token; mlakv report measures the {} + {} formats "
+                            "only (mlakv capacity --model {} gives its capacity)",
+                            budget.model.id, budget.model.nope_dims, kRopeDim, kLatentDim, kRopeDim, budget.model.id));
+  }
+  const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model);
   const int steps = 2 + 2 * static_cast<int>(caps.size());
   Progress progress(o.quiet, steps);
 

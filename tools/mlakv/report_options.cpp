@@ -29,6 +29,11 @@ CLI::Validator non_negative_integer() {
 
 ModelBudget resolve_budget(const ModelOptions& options) {
   ModelPreset model = find_model(options.model);
+  if (options.layers > 0 && model.compressed()) {
+    throw Error(ErrorCode::kValue,
+                fmt::format("--layers: {}'s layers are its compress_ratios (one per layer), not a count to override",
+                            model.id));
+  }
   if (options.layers > 0) model.layers = options.layers;
   if (!options.kv_memory.empty()) {
     if (options.gpus > 0 || !options.gpu_memory.empty()) {
