@@ -45,7 +45,9 @@ Capacity compressed_capacity(const FormatInfo& info, std::uint64_t kv_memory, co
   if (free > 0.0) tokens = per_token > 0.0 ? static_cast<std::uint64_t>(std::floor(free / per_token)) : ~0ull;
   double sequence = static_cast<double>(window);  // one 128k-token sequence
   for (const int ratio : model.compress_ratios) {
-    if (ratio > 0) sequence += static_cast<double>(kSequenceTokens / ratio) * entry;
+    if (ratio <= 0) continue;
+    const std::int64_t entries = kSequenceTokens / ratio;  // whole compressed entries
+    sequence += static_cast<double>(entries) * entry;
   }
   return {info.format,
           info.record_bytes,
