@@ -254,8 +254,9 @@ def test_mlakv_command_inspect_reads_a_token_of_vllms_block_planar_v41_fp4_page(
     inspect = ["inspect", "--format", "nvfp4_ds_mla", "--record-bytes", "288", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "64", "--slot", "65", "--values", "4").stdout
     assert out.startswith("nvfp4_ds_mla_v41_planar: slot 65 = block 1, position 1; page at byte 18432")
-    assert f"{1 * 256} +[   0,  256)  codes" in out  # token 1's code row
-    assert f"{64 * 256 + 32} +[   0,   32)  tile_scales" in out  # its scale row, after all 64 code rows
+    assert "page [   256,    512)  data row  [   0,  256)  codes" in out  # token 1's code row
+    # Its scale row, after the page's 64 code rows.
+    assert f"page [ {64 * 256 + 32},  {64 * 256 + 64})  scale row [   0,   32)  tile_scales" in out
     decoded_kv, _ = mlakv.gather_records("nvfp4_ds_mla_v41_planar", view, [65])
     line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
     values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
