@@ -297,43 +297,46 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   // The decoders: warpgroup 1's warps are producers 0..3, warpgroup 2's 4..7.
-  const int producer = warpgroup == 0 ? 0 : 4 * (warpgroup - 1) + warp;
   codec::DecodeParams params = p.decode;
-  const std::uint8_t* batch = nullptr;
-  std::int64_t next_slots = -1;
-  // Starts this decoder warp's ring: tiles 0..kRing - 1's copies.
-  const auto start_ring = [&] {
-    if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-    batch = record_or_null(p, slot_batch(p, row, begin, end, 0, producer, lane));
-    next_slots = slot_batch(p, row, begin, end, kBatchTiles, producer, lane);
+  if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+  struct Decoder {
+    int producer;
+    const std::uint8_t* batch = nullptr;  // this lane's record of the current batch
+    std::int64_t next_slots = -1;         // this lane's slot of the next batch
+  };
+  // Starts a decoder warp's ring: tiles 0..kRing - 1's copies.
+  const auto start_ring = [&](Decoder& d) {
+    d.batch = record_or_null(p, slot_batch(p, row, begin, end, 0, d.producer, lane));
+    d.next_slots = slot_batch(p, row, begin, end, kBatchTiles, d.producer, lane);
 #pragma unroll
     for (int s = 0; s < kRing; ++s) {
-      if (s < tiles) issue_tile(sh, batch, s, s, producer, lane);
+      if (s < tiles) issue_tile(sh, d.batch, s, s, d.producer, lane);
     }
   };
-  // Decodes this warp's tokens of tile t into its key tile, then refills the stage.
-  const auto decode = [&](int t) {
+  // Decodes a decoder warp's tokens of tile t into its key tile, then refills the stage.
+  const auto decode = [&](Decoder& d, int t) {
     const int stage = t % kRing;
     const int buffer = t % kKeys;
-    bulk_barrier_wait(&sh.landed[stage][producer], static_cast<std::uint32_t>(t / kRing) & 1u);
+    bulk_barrier_wait(&sh.landed[stage][d.producer], static_cast<std::uint32_t>(t / kRing) & 1u);
     bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeys) & 1u) ^ 1u);
-    decode_tile<Codec>(sh, params, stage, buffer, producer, lane);
+    decode_tile<Codec>(sh, params, stage, buffer, d.producer, lane);
     bulk_copy_fence();  // the key tile's stores before the wgmma read it, the stage's reads before it is refilled
     barrier_arrive(&sh.keys_full[buffer]);
     __syncwarp();  // every lane's reads of the stage (and their fences) come before a lane refills it
     if (const int tile = t + kRing; tile < tiles) {
       if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
-        batch = record_or_null(p, next_slots);
-        next_slots = slot_batch(p, row, begin, end, tile + kBatchTiles, producer, lane);
+        d.batch = record_or_null(p, d.next_slots);
+        d.next_slots = slot_batch(p, row, begin, end, tile + kBatchTiles, d.producer, lane);
       }
-      issue_tile(sh, batch, tile, stage, producer, lane);
+      issue_tile(sh, d.batch, tile, stage, d.producer, lane);
     }
   };
   if (warpgroup == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-    start_ring();
+    Decoder d{4 + warp};
+    start_ring(d);
 #pragma unroll 1
-    for (int t = 0; t < tiles; ++t) decode(t);
+    for (int t = 0; t < tiles; ++t) decode(d, t);
     return;  // every copy issued was waited for
   }
 
@@ -483,12 +486,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // released by the P x V of tile t - 1), so that the decode never waits on
     // warpgroup 0, which scores tile t + 1 before it publishes tile t's weights.
     constexpr int kAhead = kKeys - 1;
-    start_ring();
+    Decoder d{warp};
+    start_ring(d);
 #pragma unroll 1
-    for (int t = 0; t < kAhead && t < tiles; ++t) decode(t);
+    for (int t = 0; t < kAhead && t < tiles; ++t) decode(d, t);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
-      if (t + kAhead < tiles) decode(t + kAhead);
+      if (t + kAhead < tiles) decode(d, t + kAhead);
       const int buffer = t % kKeys;
       const int probs = t % 2;
       bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeys) & 1u);
