@@ -182,6 +182,12 @@ MLAKV_HD std::uint16_t encode_e4m3x2(float lo, float hi) {
 
 MLAKV_HD float decode_e4m3(std::uint8_t code) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3))); }
 
+/// decode_e4m3 of two codes, `pair`'s low byte first: CUDA's paired conversion
+/// (one instruction on sm_89+), each value the single conversion's.
+MLAKV_HD float2 decode_e4m3x2(std::uint16_t pair) {
+  return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3)));
+}
+
 /// E2M1 by comparing |x| with the round-to-nearest-even decision points of
 /// the E2M1 grid {0, .5, 1, 1.5, 2, 3, 4, 6}; a tie goes to the even code, so
 /// the comparison is strict or not by the parity of the code below it. NaN ->
@@ -262,6 +268,22 @@ MLAKV_HD float canonical_nan(float v) {
 MLAKV_HD std::uint16_t encode_bf16(float x) {
   if (x != x) return 0x7FFF;
   return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+/// encode_bf16 of two values, `lo` in the low half: on the GPU one paired
+/// conversion instruction and the NaN rule applied after it (conversion_proofs_test
+/// proves it equals encode_bf16 for every float in either half).
+MLAKV_HD std::uint32_t encode_bf16x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+  std::uint32_t bits;
+  memcpy(&bits, &pair, sizeof(bits));
+  if (lo != lo) bits = (bits & 0xFFFF0000u) | 0x7FFFu;
+  if (hi != hi) bits = (bits & 0x0000FFFFu) | 0x7FFF0000u;
+  return bits;
+#else
+  return static_cast<std::uint32_t>(encode_bf16(lo)) | static_cast<std::uint32_t>(encode_bf16(hi)) << 16;
+#endif
 }
 
 /// A 16-bit input as bf16 bits: bf16 copied bit for bit, fp16 rounded to

@@ -60,6 +60,30 @@ struct CodecFp8DsMla {
                                                        : load_input<InputDtype::kFp16>(bits);
     }
   }
+
+  /// decode_lane's values as bf16 bits (encode_bf16 of each), converting the
+  /// codes two at a time and rounding the products in pairs: the decode the
+  /// bf16 readers and the attention kernels run.
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
+                                        std::uint16_t* kv_c, std::uint16_t* k_pe) {
+    const float ts =
+        load_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)));
+    std::uint8_t latent[kLatentPerLane];
+    load_aligned<kLatentPerLane>(latent, record + Spec::kLatent.offset + lane * kLatentPerLane);
+    MLAKV_UNROLL
+    for (int i = 0; i < kLatentPerLane; i += 2) {
+      const float2 v = decode_e4m3x2(static_cast<std::uint16_t>(latent[i] | latent[i + 1] << 8));
+      const std::uint32_t bits = encode_bf16x2(v.x * ts, v.y * ts);
+      kv_c[i] = static_cast<std::uint16_t>(bits);
+      kv_c[i + 1] = static_cast<std::uint16_t>(bits >> 16);
+    }
+    MLAKV_UNROLL
+    for (int i = 0; i < kRopePerLane; ++i) {
+      const std::uint16_t bits = load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i));
+      k_pe[i] = encode_bf16(params.rope_dtype == InputDtype::kBf16 ? load_input<InputDtype::kBf16>(bits)
+                                                                   : load_input<InputDtype::kFp16>(bits));
+    }
+  }
 };
 
 }  // namespace mlakv::codec

@@ -85,11 +85,11 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // 656 bytes (docs/attention.md).
 enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
-// The codecs with a direct bf16 decode (the NVFP4 records); only they
-// instantiate the split-dims kernel.
+// The codecs with a fragment decode (the NVFP4 records, cuda/key_fragment.cuh);
+// only they instantiate the split-dims kernel.
 template <class Codec>
-inline constexpr bool kDecodesToBf16 = requires {
-  &Codec::decode_lane_bf16;
+inline constexpr bool kDecodesToFragments = requires {
+  &Codec::latent_scale_byte;
 };
 
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
@@ -107,7 +107,7 @@ bool warpgroups_run_on(int device) {
 }
 
 struct KernelChoice {
-  bool decodes_to_bf16;
+  bool decodes_to_fragments;
   bool warpgroups;  // the warpgroup kernel is built for the codec and runs on the device
 };
 
@@ -119,7 +119,7 @@ DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t hea
   // the shared-tile kernel's 21.8).
   if (choice.warpgroups && heads > 16 && rows * ((heads + 63) / 64) >= 4) return DecodeKernel::kWarpgroups;
   // From about 32 rows on a 132-SM H200 (measured: 32 rows gain 8-15 %, 16 rows lose 9 %).
-  const bool split = choice.decodes_to_bf16 && heads <= 32 && 5 * rows >= multiprocessors;
+  const bool split = choice.decodes_to_fragments && heads <= 32 && 5 * rows >= multiprocessors;
   return split ? DecodeKernel::kSplitDims : DecodeKernel::kSharedTile;
 }
 
@@ -602,7 +602,7 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
-  const KernelChoice choice{kDecodesToBf16<Codec>, kFitsWarpgroups<Codec> && warpgroups_run_on(device)};
+  const KernelChoice choice{kDecodesToFragments<Codec>, kFitsWarpgroups<Codec> && warpgroups_run_on(device)};
   SplitPlan plan =
       plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
@@ -614,7 +614,7 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
     if (plan.kernel == DecodeKernel::kWarpgroups) return launch_warpgroups<Codec>(p, plan, device, stream);
   }
 #endif
-  if constexpr (kDecodesToBf16<Codec>) {
+  if constexpr (kDecodesToFragments<Codec>) {
     if (plan.kernel == DecodeKernel::kSplitDims) {
       return p.heads <= 16 ? launch_split_dims<Codec, 1>(p, plan, device, stream)
                            : launch_split_dims<Codec, 2>(p, plan, device, stream);

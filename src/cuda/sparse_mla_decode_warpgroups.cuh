@@ -48,7 +48,7 @@ struct Storage {
   alignas(16) std::uint8_t valid[kKeys][kTileTokens];  // token t of the key tile has a record
   int staged_valid[kRing][kTileTokens];                // which ring entries hold a record
   std::uint64_t landed[kRing][kProducerWarps];         // bulk copies of a warp's records are in
-  std::uint64_t keys_full[kKeys];                      // 128 producer arrivals: the tile is decoded
+  std::uint64_t keys_full[kKeys];                      // 8 decoder warp arrivals: the tile is decoded
   std::uint64_t keys_empty[kKeys];                     // 8 math warp arrivals: both products read it
   std::uint64_t probs_full[2];                         // 128 arrivals of warpgroup 0: P and alpha are in
   std::uint64_t probs_empty[2];                        // 4 arrivals of warpgroup 1: its P x V read them
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int w = 0; w < kProducerWarps; ++w) bulk_barrier_init(&sh.landed[s][w]);
     }
     for (int b = 0; b < kKeys; ++b) {
-      barrier_init(&sh.keys_full[b], 2 * 128);
+      barrier_init(&sh.keys_full[b], kProducerWarps);  // one arrival per decoder warp
       barrier_init(&sh.keys_empty[b], 8);
     }
     for (int b = 0; b < 2; ++b) {
@@ -321,8 +321,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeys) & 1u) ^ 1u);
     decode_tile<Codec>(sh, params, stage, buffer, d.producer, lane);
     bulk_copy_fence();  // the key tile's stores before the wgmma read it, the stage's reads before it is refilled
-    barrier_arrive(&sh.keys_full[buffer]);
-    __syncwarp();  // every lane's reads of the stage (and their fences) come before a lane refills it
+    __syncwarp();       // every lane's stores and reads of the stage (and their fences) come before lane 0
+                        // publishes the tile and a lane refills the stage
+    if (lane == 0) barrier_arrive(&sh.keys_full[buffer]);
     if (const int tile = t + kRing; tile < tiles) {
       if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
         d.batch = record_or_null(p, d.next_slots);

@@ -4,6 +4,7 @@
 // definitions (not by calling CUDA's headers again).
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "codec/element.h"
+#include "codec/fp8_ds_mla.h"
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "e2m1_quads.h"
@@ -390,3 +392,39 @@ TEST(element_conversion, amax_fold_ignores_nan_and_sign) {
 }
 
 }  // namespace
+
+namespace {
+
+// The pairs of e4m3 codes with each scale of a spread, as one fp8_ds_mla
+// lane's 16 codes: the paired decode gives encode_bf16 of the scalar decode.
+void expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(float scale) {
+  using mlakv::codec::CodecFp8DsMla;
+  using Spec = CodecFp8DsMla::Spec;
+  std::vector<std::uint8_t> record(Spec::kRecordBytes, 0);
+  std::memcpy(record.data() + Spec::kTileScales.offset, &scale, sizeof(scale));
+  mlakv::codec::DecodeParams params{};
+  int mismatches = 0;
+  for (int first = 0; first < 256; ++first) {
+    for (int i = 0; i < mlakv::codec::kLatentPerLane; ++i) {
+      record[Spec::kLatent.offset + i] = static_cast<std::uint8_t>(i % 2 == 0 ? first : (first * 7 + i) & 0xFF);
+    }
+    float kv[mlakv::codec::kLatentPerLane];
+    float pe[mlakv::codec::kRopePerLane];
+    CodecFp8DsMla::decode_lane(0, record.data(), params, kv, pe);
+    std::uint16_t got[mlakv::codec::kLatentPerLane];
+    std::uint16_t got_pe[mlakv::codec::kRopePerLane];
+    CodecFp8DsMla::decode_lane_bf16(0, record.data(), params, got, got_pe);
+    for (int i = 0; i < mlakv::codec::kLatentPerLane; ++i) {
+      mismatches += got[i] != mlakv::codec::encode_bf16(kv[i]) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "scale " << scale;
+}
+
+}  // namespace
+
+TEST(element_conversion, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code) {
+  for (const float scale : {1.0f, 1.0f / 448.0f, 0.0123f, 3.0e-30f, 7.5e30f, FLT_MIN, INFINITY, NAN}) {
+    expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(scale);
+  }
+}

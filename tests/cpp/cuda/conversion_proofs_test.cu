@@ -492,4 +492,77 @@ TEST(cuda_e2m1, bf16_decode_equals_the_f32_path_for_every_code_and_scale) {
             16ull * 8 * 256 * 16);  // codes x outer scales x scale bytes x values
 }
 
+// encode_bf16x2 on the GPU (one paired conversion, the NaN rule after it)
+// equals encode_bf16 of each half, for every float in the low half and, by a
+// bijection of the bits, every float in the high half.
+__global__ void count_bf16x2_mismatches(std::uint32_t high, unsigned long long* mismatches, std::uint32_t* first,
+                                        unsigned long long* checked) {
+  const std::uint32_t bits = (high << 16) | (blockIdx.x * blockDim.x + threadIdx.x);
+  const std::uint32_t other = bits * 2654435761u;  // odd multiplier: a bijection of the 2^32 patterns
+  float lo, hi;
+  memcpy(&lo, &bits, 4);
+  memcpy(&hi, &other, 4);
+  const std::uint32_t want = static_cast<std::uint32_t>(mlakv::codec::encode_bf16(lo)) |
+                             static_cast<std::uint32_t>(mlakv::codec::encode_bf16(hi)) << 16;
+  if (mlakv::codec::encode_bf16x2(lo, hi) != want) {
+    if (atomicAdd(mismatches, 1ull) == 0) *first = bits;
+  }
+  count_checked(checked, 1);
+}
+
+TEST(cuda_bf16, paired_encoding_equals_the_scalar_one_for_all_2_pow_32_floats_in_each_half) {
+  MLAKV_REQUIRE_GPU();
+  DeviceBuffer mismatches(sizeof(unsigned long long));
+  DeviceBuffer first(sizeof(std::uint32_t));
+  DeviceBuffer checked(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  cudaMemset(checked.get(), 0, checked.bytes());
+  for (std::uint32_t high = 0; high < (1u << 16); ++high) {
+    count_bf16x2_mismatches<<<256, 256>>>(high, mismatches.get<unsigned long long>(), first.get<std::uint32_t>(),
+                                          checked.get<unsigned long long>());
+  }
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u)
+      << "first mismatching low-half bits 0x" << std::hex << first.download<std::uint32_t>()[0];
+  EXPECT_EQ(checked.download<unsigned long long>()[0], 1ull << 32);
+}
+
+// fp8_ds_mla's paired decode on the GPU equals encode_bf16 of the scalar
+// decode for every pair of codes and a spread of tile scales.
+__global__ void count_fp8_ds_mla_pair_decode_mismatches(unsigned long long* mismatches, unsigned long long* checked) {
+  using mlakv::codec::CodecFp8DsMla;
+  using Spec = CodecFp8DsMla::Spec;
+  const float scales[] = {1.0f, 1.0f / 448.0f, 0.0123f, 3.0e-30f, 7.5e30f, FLT_MIN, INFINITY, NAN};
+  alignas(16) std::uint8_t record[Spec::kRecordBytes] = {};
+  const float scale = scales[blockIdx.y];
+  memcpy(record + Spec::kTileScales.offset, &scale, sizeof(scale));
+  for (int i = 0; i < mlakv::codec::kLatentPerLane; i += 2) {
+    record[Spec::kLatent.offset + i] = static_cast<std::uint8_t>(blockIdx.x);
+    record[Spec::kLatent.offset + i + 1] = static_cast<std::uint8_t>(threadIdx.x);
+  }
+  const mlakv::codec::DecodeParams params{};
+  float kv[mlakv::codec::kLatentPerLane];
+  float pe[mlakv::codec::kRopePerLane];
+  CodecFp8DsMla::decode_lane(0, record, params, kv, pe);
+  std::uint16_t got[mlakv::codec::kLatentPerLane];
+  std::uint16_t got_pe[mlakv::codec::kRopePerLane];
+  CodecFp8DsMla::decode_lane_bf16(0, record, params, got, got_pe);
+  for (int i = 0; i < 2; ++i) {
+    if (got[i] != mlakv::codec::encode_bf16(kv[i])) atomicAdd(mismatches, 1ull);
+  }
+  count_checked(checked, 2);
+}
+
+TEST(cuda_e4m3, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code_pair) {
+  MLAKV_REQUIRE_GPU();
+  DeviceBuffer mismatches(sizeof(unsigned long long)), checked(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  cudaMemset(checked.get(), 0, checked.bytes());
+  count_fp8_ds_mla_pair_decode_mismatches<<<dim3(256, 8), 256>>>(mismatches.get<unsigned long long>(),
+                                                                 checked.get<unsigned long long>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+  EXPECT_EQ(checked.download<unsigned long long>()[0], 256ull * 256 * 8 * 2);  // code pairs x scales x halves
+}
+
 }  // namespace
