@@ -1,10 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "capacity.h"
 
+#include <fmt/core.h>
+
 #include <cmath>
+#include <string>
+#include <utility>
 
 namespace mlakv::tool {
 namespace {
+
+// DeepSeek V4's layers by what they keep: "2 window-only, 21 ratio-4, 20 ratio-128".
+std::string layer_kinds(const ModelPreset& model) {
+  std::vector<std::pair<int, int>> counts;  // (ratio, layers)
+  for (const int ratio : model.compress_ratios) {
+    bool found = false;
+    for (auto& [r, n] : counts) {
+      if (r == ratio) ++n, found = true;
+    }
+    if (!found) counts.emplace_back(ratio, 1);
+  }
+  std::string text;
+  for (const auto& [r, n] : counts) {
+    if (!text.empty()) text += ", ";
+    text += r == 0 ? fmt::format("{} window-only", n) : fmt::format("{} ratio-{}", n, r);
+  }
+  return text;
+}
 
 // Bytes of one page of a format: a token-major page is any number of records,
 // a block-planar one holds kPlanarBlockSize tokens and its padding.
@@ -70,6 +92,24 @@ std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& mod
                                      : dense_capacity(info, kv_memory, model.layers, bf16_bytes));
   }
   return out;
+}
+
+// What the numbers of a compressed model count, and what they leave out.
+std::string compressed_note(const ModelPreset& model) {
+  return fmt::format(
+      "{} layers: {}; each keeps its last {} tokens, a compressed layer also one entry per ratio tokens.\n"
+      "bytes/token amortizes the compressed entries over the tokens (all layers); each sequence also holds\n"
+      "the windows' {} x {} entries (window_bytes_per_sequence in --json). tokens: the longest sequence that\n"
+      "fits. Not counted: the ratio-4 layers' indexer keys, the compressors' state, the MTP layer, and the\n"
+      "tokens an engine keeps past the window (vLLM: window - 1 + a step's tokens, in whole pages).\n",
+      model.layers, layer_kinds(model), model.sliding_window, model.layers, model.sliding_window);
+}
+
+std::string compression_json(const ModelPreset& model) {
+  if (!model.compressed()) return "";
+  std::string ratios;
+  for (const int r : model.compress_ratios) ratios += (ratios.empty() ? "" : ", ") + std::to_string(r);
+  return fmt::format(", \"sliding_window\": {}, \"compress_ratios\": [{}]", model.sliding_window, ratios);
 }
 
 }  // namespace mlakv::tool

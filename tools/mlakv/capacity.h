@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mlakv/formats.h"
@@ -33,5 +34,13 @@ struct Capacity {
 /// record (page padding included): tokens = the longest sequence that fits,
 /// sequences = how many 128k-token sequences fit.
 std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& model);
+
+/// For a compressed model: what its layers keep, what its capacity numbers
+/// count and what they leave out (lines of text, each ending in a newline).
+std::string compressed_note(const ModelPreset& model);
+
+/// For a compressed model, the JSON members its "model" object adds:
+/// `, "sliding_window": 128, "compress_ratios": [0, 0, 4, ...]`; "" otherwise.
+std::string compression_json(const ModelPreset& model);
 
 }  // namespace mlakv::tool

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "mlakv/formats.h"
@@ -12,12 +13,13 @@
 
 namespace mlakv::tool {
 
-/// Decode-step queries: R rows x H heads of bf16 [576], each row attending to K selected tokens.
+/// Decode-step queries: R rows x H heads of bf16 [576], each row attending to
+/// K selected tokens. No rows: no sparse-attention check.
 struct Queries {
   std::int64_t rows = 0;
   std::int64_t heads = 0;
   std::int64_t topk = 0;
-  std::vector<std::uint16_t> q;       // [R, H, 576] bf16 bits
+  std::vector<std::uint16_t> q;       // [R, H, nope + 64] bf16 bits (576 for the V3 family)
   std::vector<std::int32_t> indices;  // [R, K] distinct token slots per row
 };
 
@@ -42,14 +44,15 @@ struct ErrorStats {
 ErrorStats error_stats(const std::vector<float>& ref, const std::vector<float>& got);
 
 struct FormatAccuracy {
-  ErrorStats latent;
+  ErrorStats latent;  // kv_c: the latent (512) or the NoPE values (448)
   ErrorStats rope;
-  ErrorStats attention;  // sparse decode over this format's records vs over the bf16 inputs
+  std::optional<ErrorStats> attention;  // sparse decode over this format's records vs over the bf16 inputs;
+                                        // none when the measurement has no queries
 };
 
 struct FormatSpeed {
   double write_us = 0.0;       // write_records of every token
-  double read_us = 0.0;        // gather_records of every token to bf16 [T, 576]
+  double read_us = 0.0;        // gather_records of every token to bf16 [T, nope + 64] rows
   double write_bytes = 0.0;    // inputs + slots read, records written
   double read_bytes = 0.0;     // records + slots read, bf16 rows written
   double write_copy_us = 0.0;  // CUDA: a device-to-device copy of the same bytes (0 on the CPU)
@@ -58,7 +61,11 @@ struct FormatSpeed {
 
 class Measurement {
  public:
-  /// Uploads the activations and queries and computes the bf16 reference attention.
+  /// Uploads the activations and queries and, when there are queries,
+  /// computes the reference attention: the decode over bf16 records of the
+  /// bf16 inputs. Measures the formats storing bf16.nope_dims NoPE values
+  /// (their caches: 64-token pages, block-planar ones at their padded page
+  /// stride); queries need a decode that reads every one of them.
   Measurement(Device device, const Activations& bf16, const Activations& fp16, const Queries& queries);
   ~Measurement();
   Measurement(const Measurement&) = delete;

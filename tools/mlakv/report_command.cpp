@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "device_flag.h"
 #include "measure.h"
+#include "mlakv/capabilities.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/vocabulary.h"
@@ -65,13 +66,20 @@ struct Inputs {
   std::string source;
 };
 
-Inputs synthetic_inputs(const ReportOptions& o, std::int64_t tokens, int heads) {
-  Inputs in{make_activations(tokens, DType::kBFloat16, o.seed),
-            make_activations(tokens, DType::kFloat16, o.seed),
+// Queries only when the sparse-attention check runs (`attention`).
+Inputs synthetic_inputs(const ReportOptions& o, std::int64_t tokens, const ModelPreset& model, bool attention) {
+  Inputs in{make_activations(tokens, model.nope_dims, DType::kBFloat16, o.seed),
+            make_activations(tokens, model.nope_dims, DType::kFloat16, o.seed),
             {},
             fmt::format("{} synthetic tokens (seed {})", tokens, o.seed)};
-  in.queries = make_queries(in.bf16, o.queries, heads, std::min(kTopk, tokens), o.seed);
+  if (attention) in.queries = make_queries(in.bf16, o.queries, model.heads, std::min(kTopk, tokens), o.seed);
   return in;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < shape.size(); ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
 }
 
 // "[3, 17]": the row-major index of element `flat` in `shape`.
@@ -99,16 +107,22 @@ void check_finite(const ReportOptions& o, const std::string& file, const std::st
   }
 }
 
-// kv_c.npy [T, 512] and k_pe.npy [T, 64] (float32 or float16), optional q.npy [R, H, 576].
-Inputs user_inputs(const ReportOptions& o, int heads) {
+// kv_c.npy [T, nope_dims] (512, or DeepSeek V4's 448) and k_pe.npy [T, 64]
+// (float32 or float16), optional q.npy [R, H, 576], read only when the
+// sparse-attention check runs (`attention`).
+Inputs user_inputs(const ReportOptions& o, const ModelPreset& model, bool attention) {
   const std::string dir = o.activations;
   const NpyArray kv = read_npy("--activations", dir + "/kv_c.npy");
   const NpyArray pe = read_npy("--activations", dir + "/k_pe.npy");
   const auto shape_error = [&](const std::string& file, const std::string& want) {
     throw Error(ErrorCode::kShape, "--activations: " + dir + "/" + file + ": shape must be " + want);
   };
-  if (kv.shape.size() != 2 || kv.shape[1] != kLatentDim || kv.shape[0] < 1) {
-    shape_error("kv_c.npy", fmt::format("[T, {}]", kLatentDim));
+  const int nope = model.nope_dims;
+  if (kv.shape.size() != 2 || kv.shape[1] != nope || kv.shape[0] < 1) {
+    shape_error("kv_c.npy", fmt::format("[T, {}] ({} stores {} + {} values per token: kv_c the {}), got {}", nope,
+                                        model.name, nope, kRopeDim,
+                                        nope == kLatentDim ? "latent" : fmt::format("{} NoPE values", nope),
+                                        shape_text(kv.shape)));
   }
   const std::int64_t tokens = kv.shape[0];
   if (pe.shape.size() != 2 || pe.shape[0] != tokens || pe.shape[1] != kRopeDim) {
@@ -116,13 +130,16 @@ Inputs user_inputs(const ReportOptions& o, int heads) {
   }
   check_finite(o, "kv_c.npy", "kv_c", kv);
   check_finite(o, "k_pe.npy", "k_pe", pe);
-  Inputs in{round_activations(kv.values, pe.values, tokens, DType::kBFloat16),
-            round_activations(kv.values, pe.values, tokens, DType::kFloat16),
+  Inputs in{round_activations(kv.values, pe.values, tokens, nope, DType::kBFloat16),
+            round_activations(kv.values, pe.values, tokens, nope, DType::kFloat16),
             {},
             fmt::format("{} tokens of {}", tokens, dir)};
   const std::int64_t topk = std::min(kTopk, tokens);
   std::error_code missing;
-  if (std::filesystem::exists(dir + "/q.npy", missing)) {  // a stat, never an open: a FIFO is refused by read_npy
+  const bool has_q = std::filesystem::exists(dir + "/q.npy", missing);  // a stat, never an open: read_npy refuses FIFOs
+  if (!attention) {
+    if (has_q) in.source += " (its q.npy not read: no sparse-attention check)";
+  } else if (has_q) {
     const NpyArray q = read_npy("--activations", dir + "/q.npy");
     if (q.shape.size() != 3 || q.shape[2] != kQueryDim || q.shape[0] < 1 || q.shape[1] < 1) {
       shape_error("q.npy", fmt::format("[R, H, {}]", kQueryDim));
@@ -131,27 +148,61 @@ Inputs user_inputs(const ReportOptions& o, int heads) {
     in.queries = user_queries(q.values, q.shape[0], q.shape[1], tokens, topk, o.seed);
     in.source += " with its q.npy";
   } else {
-    in.queries = make_queries(in.bf16, o.queries, heads, topk, o.seed);
+    in.queries = make_queries(in.bf16, o.queries, model.heads, topk, o.seed);
   }
   return in;
 }
 
+// Why the sparse-attention check cannot run on the model's formats on `device`
+// ("" when it can): it decodes every format and compares each result with the
+// decode over bf16 records, so the decode must read all of them, bf16 included.
+std::string attention_unavailable(const ModelPreset& model, const std::vector<Capacity>& caps, Device device) {
+  const Backend backend = device.type == DeviceType::kCuda ? Backend::kCuda : Backend::kCpu;
+  bool reference = false;
+  std::string unread;
+  for (const Capacity& c : caps) {
+    reference = reference || c.format == Format::kBf16;
+    if (!supports(c.format, backend, Operation::kDecode)) {
+      unread += (unread.empty() ? "" : ", ") + std::string(format_info(c.format).id);
+    }
+  }
+  if (!unread.empty()) {
+    return fmt::format(
+        "the sparse decode reads token-major records of {} + {} values, not {}'s {} + {} formats ({}); "
+        "docs/attention.md says what a DeepSeek V4 decode needs",
+        kLatentDim, kRopeDim, model.name, model.nope_dims, kRopeDim, unread);
+  }
+  if (!reference) {
+    return fmt::format("no bf16 record of {}'s {} + {} values to decode the reference over", model.name,
+                       model.nope_dims, kRopeDim);
+  }
+  return "";
+}
+
 std::int64_t nonfinite(const FormatRow& r) {
-  return r.accuracy.latent.nonfinite + r.accuracy.rope.nonfinite + r.accuracy.attention.nonfinite;
+  return r.accuracy.latent.nonfinite + r.accuracy.rope.nonfinite +
+         (r.accuracy.attention ? r.accuracy.attention->nonfinite : 0);
 }
 
 // The format with the most tokens among those within the attention-error limit
-// whose decoded values are all finite.
-std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::string& reason) {
+// whose decoded values are all finite; none without the sparse-attention check
+// (`attention_na` not empty).
+std::size_t recommend(const std::vector<FormatRow>& rows, double limit, const std::string& attention_na,
+                      std::string& reason) {
+  if (!attention_na.empty()) {
+    reason = "the formats are ranked by their sparse-attention error, which is not measured for them (no decode "
+             "reads them); compare their latent and RoPE errors";
+    return rows.size();
+  }
   std::size_t best = rows.size();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const FormatRow& r = rows[i];
     if (nonfinite(r) > 0) continue;        // overflows (or non-finite inputs): no error number describes it
     if (r.capacity.tokens == 0) continue;  // holds nothing in this budget
-    if (!(r.accuracy.attention.rel_rms <= limit)) continue;
+    if (!(r.accuracy.attention->rel_rms <= limit)) continue;
     if (best == rows.size() || r.capacity.tokens > rows[best].capacity.tokens ||
         (r.capacity.tokens == rows[best].capacity.tokens &&
-         r.accuracy.attention.rel_rms < rows[best].accuracy.attention.rel_rms)) {
+         r.accuracy.attention->rel_rms < rows[best].accuracy.attention->rel_rms)) {
       best = i;
     }
   }
@@ -172,7 +223,7 @@ std::size_t recommend(const std::vector<FormatRow>& rows, double limit, std::str
   reason = fmt::format(
       "the most tokens ({:.2f}x bf16) among formats whose sparse-attention error is within {:g}% "
       "(it measured {:.3f}%)",
-      r.capacity.tokens_vs_bf16, 100.0 * limit, 100.0 * r.accuracy.attention.rel_rms);
+      r.capacity.tokens_vs_bf16, 100.0 * limit, 100.0 * r.accuracy.attention->rel_rms);
   return best;
 }
 
@@ -181,13 +232,26 @@ double fraction(double copy, double us) {
   return copy > 0.0 && us > 0.0 ? copy / us : std::numeric_limits<double>::quiet_NaN();
 }
 
+// "12.345" (a percentage), or "n/a" without the sparse-attention check.
+std::string attention_percent(const FormatAccuracy& a) {
+  return a.attention ? fmt::format("{:.3f}", 100.0 * a.attention->rel_rms) : "n/a";
+}
+
+// `attention_na`: why there is no sparse-attention check ("" when there is one).
 void print_table(const ModelBudget& budget, const Inputs& in, Device device, const std::vector<FormatRow>& rows,
-                 std::size_t best, const std::string& reason) {
+                 std::size_t best, const std::string& reason, const std::string& attention_na) {
   const bool cuda = device.type == DeviceType::kCuda;
-  fmt::print("mlakv report: {} ({} MLA layers, {} heads), KV memory {}, {} backend\n", budget.model.name,
-             budget.model.layers, budget.model.heads, budget.budget_text, cuda ? "CUDA" : "CPU");
-  fmt::print("accuracy on {}; sparse attention: {} query rows x {} heads x {} selected tokens, sm_scale 1/sqrt({})\n\n",
-             in.source, in.queries.rows, in.queries.heads, in.queries.topk, kQueryDim);
+  const ModelPreset& model = budget.model;
+  fmt::print("mlakv report: {} ({} {}layers, {} heads), KV memory {}, {} backend\n", model.name, model.layers,
+             model.compressed() ? "" : "MLA ", model.heads, budget.budget_text, cuda ? "CUDA" : "CPU");
+  if (model.compressed()) fmt::print("{}", compressed_note(model));
+  if (attention_na.empty()) {
+    fmt::print(
+        "accuracy on {}; sparse attention: {} query rows x {} heads x {} selected tokens, sm_scale 1/sqrt({})\n\n",
+        in.source, in.queries.rows, in.queries.heads, in.queries.topk, kQueryDim);
+  } else {
+    fmt::print("accuracy on {}; sparse attention: not available: {}\n\n", in.source, attention_na);
+  }
   fmt::print("  {:<26} {:>5} {:>9} {:>14} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>11}", "format", "bytes",
              "KiB/token", "tokens", "128k seqs", "x bf16", "latent %", "rope %", "attn %", "write GB/s", "read GB/s",
              "write Mtok/s", "read Mtok/s");
@@ -199,11 +263,11 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
     const FormatRow& r = rows[i];
     const auto tokens = static_cast<double>(in.bf16.tokens);
     fmt::print(
-        "{} {:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f} {:>12.3f} "
+        "{} {:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x {:>9.3f} {:>9.3f} {:>9} {:>10.1f} {:>10.1f} {:>12.3f} "
         "{:>11.3f}",
         i == best ? '*' : ' ', format_info(r.capacity.format).id, r.capacity.record_bytes,
         r.capacity.bytes_per_token / 1024.0, r.capacity.tokens, r.capacity.sequences, r.capacity.tokens_vs_bf16,
-        100.0 * r.accuracy.latent.rel_rms, 100.0 * r.accuracy.rope.rel_rms, 100.0 * r.accuracy.attention.rel_rms,
+        100.0 * r.accuracy.latent.rel_rms, 100.0 * r.accuracy.rope.rel_rms, attention_percent(r.accuracy),
         gbps(r.speed.write_bytes, r.speed.write_us), gbps(r.speed.read_bytes, r.speed.read_us),
         tokens / r.speed.write_us, tokens / r.speed.read_us);
     if (cuda) {
@@ -213,15 +277,24 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
       fmt::print("\n");
     }
   }
-  fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
+  if (attention_na.empty()) {
+    fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
+  } else {
+    fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (latent: the {} values of kv_c); attn: n/a, "
+               "no sparse-attention check (above).\n",
+               model.nope_dims);
+  }
   for (const FormatRow& r : rows) {
     if (nonfinite(r) == 0) continue;
+    const std::string attention =
+        r.accuracy.attention ? fmt::format(", {} of {} attention outputs", r.accuracy.attention->nonfinite,
+                                           in.queries.rows * in.queries.heads * kValueDim)
+                             : "";
     fmt::print(
         "! {}: non-finite decoded or reference values (NaN/inf; '%' columns cover the finite ones): {} of {} "
-        "latent, {} of {} rope, {} of {} attention outputs{}\n",
-        format_info(r.capacity.format).id, r.accuracy.latent.nonfinite, in.bf16.tokens * kLatentDim,
-        r.accuracy.rope.nonfinite, in.bf16.tokens * kRopeDim, r.accuracy.attention.nonfinite,
-        in.queries.rows * in.queries.heads * kValueDim,
+        "latent, {} of {} rope{}{}\n",
+        format_info(r.capacity.format).id, r.accuracy.latent.nonfinite, in.bf16.tokens * model.nope_dims,
+        r.accuracy.rope.nonfinite, in.bf16.tokens * kRopeDim, attention,
         r.capacity.format == Format::kFp16 ? " (fp16 holds |x| <= 65504: larger inputs overflow)" : "");
   }
   if (best < rows.size()) {
@@ -231,17 +304,32 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
   }
 }
 
+// The attention fields of a format's JSON row: numbers, or null without the sparse-attention check.
+struct AttentionJson {
+  std::string rel_rms = "null", max_abs = "null", nonfinite = "null";
+};
+AttentionJson attention_json(const FormatAccuracy& a) {
+  if (!a.attention) return {};
+  return {json_number(a.attention->rel_rms), json_number(a.attention->max_abs), std::to_string(a.attention->nonfinite)};
+}
+
 void print_json(const ModelBudget& budget, const Inputs& in, Device device, const ReportOptions& o,
-                const std::vector<FormatRow>& rows, std::size_t best, const std::string& reason) {
+                const std::vector<FormatRow>& rows, std::size_t best, const std::string& reason,
+                const std::string& attention_na) {
+  const bool compressed = budget.model.compressed();
   std::string out = "{\n";
-  out += fmt::format("  \"model\": {{\"id\": {}, \"name\": {}, \"layers\": {}, \"heads\": {}}},\n",
+  out += fmt::format("  \"model\": {{\"id\": {}, \"name\": {}, \"layers\": {}, \"heads\": {}{}}},\n",
                      json_string(budget.model.id), json_string(budget.model.name), budget.model.layers,
-                     budget.model.heads);
+                     budget.model.heads, compression_json(budget.model));
   out += fmt::format("  \"kv_memory\": {},\n  \"device\": {},\n  \"source\": {},\n", budget.kv_memory,
                      json_string(device.type == DeviceType::kCuda ? "cuda" : "cpu"), json_string(in.source));
-  out +=
-      fmt::format("  \"attention\": {{\"rows\": {}, \"heads\": {}, \"topk\": {}, \"sm_scale\": {}}},\n",
-                  in.queries.rows, in.queries.heads, in.queries.topk, json_number(1.0 / std::sqrt(double{kQueryDim})));
+  if (attention_na.empty()) {
+    out += fmt::format("  \"attention\": {{\"rows\": {}, \"heads\": {}, \"topk\": {}, \"sm_scale\": {}}},\n",
+                       in.queries.rows, in.queries.heads, in.queries.topk,
+                       json_number(1.0 / std::sqrt(double{kQueryDim})));
+  } else {
+    out += fmt::format("  \"attention\": {{\"available\": false, \"reason\": {}}},\n", json_string(attention_na));
+  }
   out += fmt::format(
       "  \"max_attention_error\": {},\n  \"recommended\": {},\n  \"reason\": {},\n", json_number(o.max_attention_error),
       best < rows.size() ? json_string(format_info(rows[best].capacity.format).id) : "null", json_string(reason));
@@ -249,23 +337,25 @@ void print_json(const ModelBudget& budget, const Inputs& in, Device device, cons
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const FormatRow& r = rows[i];
     const Capacity& c = r.capacity;
+    const AttentionJson attention = attention_json(r.accuracy);
     out += fmt::format(
         "    {{\"format\": {}, \"record_bytes\": {}, \"bytes_per_token\": {}, \"tokens\": {}, "
-        "\"sequences_128k\": {}, \"tokens_vs_bf16\": {}, \"latent_rel_rms\": {}, \"latent_max_abs\": {}, "
+        "\"sequences_128k\": {}, \"tokens_vs_bf16\": {}, {}\"latent_rel_rms\": {}, \"latent_max_abs\": {}, "
         "\"rope_rel_rms\": {}, \"rope_max_abs\": {}, \"attention_rel_rms\": {}, \"attention_max_abs\": {}, "
         "\"write_gbps\": {}, \"read_gbps\": {}, \"write_tokens_per_s\": {}, \"read_tokens_per_s\": {}, "
         "\"write_fraction_of_copy\": {}, \"read_fraction_of_copy\": {}, \"latent_nonfinite\": {}, "
         "\"rope_nonfinite\": {}, \"attention_nonfinite\": {}}}{}\n",
         json_string(format_info(c.format).id), c.record_bytes, c.bytes_per_token, c.tokens, c.sequences,
-        json_number(c.tokens_vs_bf16), json_number(r.accuracy.latent.rel_rms), json_number(r.accuracy.latent.max_abs),
-        json_number(r.accuracy.rope.rel_rms), json_number(r.accuracy.rope.max_abs),
-        json_number(r.accuracy.attention.rel_rms), json_number(r.accuracy.attention.max_abs),
-        json_number(gbps(r.speed.write_bytes, r.speed.write_us)),
+        json_number(c.tokens_vs_bf16),
+        compressed ? fmt::format("\"window_bytes_per_sequence\": {}, ", c.window_bytes_per_sequence) : "",
+        json_number(r.accuracy.latent.rel_rms), json_number(r.accuracy.latent.max_abs),
+        json_number(r.accuracy.rope.rel_rms), json_number(r.accuracy.rope.max_abs), attention.rel_rms,
+        attention.max_abs, json_number(gbps(r.speed.write_bytes, r.speed.write_us)),
         json_number(gbps(r.speed.read_bytes, r.speed.read_us)), json_number(in.bf16.tokens / (r.speed.write_us * 1e-6)),
         json_number(in.bf16.tokens / (r.speed.read_us * 1e-6)),
         json_number(fraction(r.speed.write_copy_us, r.speed.write_us)),
         json_number(fraction(r.speed.read_copy_us, r.speed.read_us)), r.accuracy.latent.nonfinite,
-        r.accuracy.rope.nonfinite, r.accuracy.attention.nonfinite, i + 1 < rows.size() ? "," : "");
+        r.accuracy.rope.nonfinite, attention.nonfinite, i + 1 < rows.size() ? "," : "");
   }
   out += "  ]\n}\n";
   fmt::print("{}", out);
@@ -277,7 +367,7 @@ void write_plot(const std::string& path, const ModelBudget& budget, const std::v
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (nonfinite(rows[i]) > 0) continue;  // no error number places it
     points.push_back({std::string(format_info(rows[i].capacity.format).id),
-                      static_cast<double>(rows[i].capacity.bytes_per_token), rows[i].accuracy.attention.rel_rms,
+                      static_cast<double>(rows[i].capacity.bytes_per_token), rows[i].accuracy.attention->rel_rms,
                       i == best});
   }
   std::ofstream file(path);
@@ -361,20 +451,21 @@ void run_report(const ReportOptions& options) {
   }
   const std::int64_t tokens = o.tokens > 0 ? o.tokens : device.type == DeviceType::kCuda ? 262144 : 4096;
   check_host_memory(tokens);
-  if (budget.model.nope_dims != kLatentDim) {
-    throw Error(ErrorCode::kValue,
-                fmt::format("--model: {} stores {} + {} values per token; mlakv report measures the {} + {} formats "
-                            "only (mlakv capacity --model {} gives its capacity)",
-                            budget.model.id, budget.model.nope_dims, kRopeDim, kLatentDim, kRopeDim, budget.model.id));
-  }
   const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model);
+  const std::string attention_na = attention_unavailable(budget.model, caps, device);
+  if (!o.plot.empty() && !attention_na.empty()) {
+    throw Error(ErrorCode::kValue, fmt::format("--plot: draws each format's sparse-attention error, which {} has none "
+                                               "of ({})",
+                                               budget.model.id, attention_na));
+  }
   const int steps = 2 + 2 * static_cast<int>(caps.size());
   Progress progress(o.quiet, steps);
 
   progress.step(o.activations.empty() ? "generating synthetic activations" : "reading " + o.activations);
-  const Inputs in =
-      o.activations.empty() ? synthetic_inputs(o, tokens, budget.model.heads) : user_inputs(o, budget.model.heads);
-  progress.step("uploading inputs and computing the bf16 reference attention");
+  const bool attention = attention_na.empty();
+  const Inputs in = o.activations.empty() ? synthetic_inputs(o, tokens, budget.model, attention)
+                                          : user_inputs(o, budget.model, attention);
+  progress.step(attention ? "uploading inputs and computing the bf16 reference attention" : "uploading inputs");
   Measurement measurement(device, in.bf16, in.fp16, in.queries);
   std::vector<FormatRow> rows;
   const int repeats = device.type == DeviceType::kCuda ? 10 : 3;
@@ -388,11 +479,11 @@ void run_report(const ReportOptions& options) {
   }
   progress.finish();
   std::string reason;
-  const std::size_t best = recommend(rows, parsed.max_attention_error, reason);
+  const std::size_t best = recommend(rows, parsed.max_attention_error, attention_na, reason);
   if (o.json) {
-    print_json(budget, in, device, parsed, rows, best, reason);
+    print_json(budget, in, device, parsed, rows, best, reason, attention_na);
   } else {
-    print_table(budget, in, device, rows, best, reason);
+    print_table(budget, in, device, rows, best, reason, attention_na);
   }
   if (!o.plot.empty()) write_plot(o.plot, budget, rows, best, parsed.max_attention_error);
 }
@@ -411,7 +502,8 @@ void add_report_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries")->check(non_negative_integer());
   cmd->add_option("--activations", o->activations,
-                  "Directory with kv_c.npy [T,512] and k_pe.npy [T,64] (float32/float16), optional q.npy [R,H,576]");
+                  "Directory with kv_c.npy [T,512] (deepseek-v4-flash: [T,448]) and k_pe.npy [T,64] (float32/float16), "
+                  "optional q.npy [R,H,576]");
   cmd->add_flag("--allow-nonfinite", o->allow_nonfinite,
                 "Measure activations holding NaN/inf instead of refusing them (counted per format)");
   cmd->add_option("--max-attention-error", o->max_attention_error_text,

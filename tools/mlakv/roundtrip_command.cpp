@@ -33,8 +33,8 @@ void run_roundtrip(const RoundtripOptions& options) {
   constexpr std::int64_t kBlockSize = 64;
   const std::int64_t tokens = options.tokens;
   const std::int64_t num_blocks = (tokens + kBlockSize - 1) / kBlockSize;
-  const Activations bf16 = make_activations(tokens, DType::kBFloat16, options.seed);
-  const Activations fp16 = make_activations(tokens, DType::kFloat16, options.seed);
+  const Activations bf16 = make_activations(tokens, kLatentDim, DType::kBFloat16, options.seed);
+  const Activations fp16 = make_activations(tokens, kLatentDim, DType::kFloat16, options.seed);
   std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
   std::iota(slots.begin(), slots.end(), 0);
   float k_scale = 1.0f;

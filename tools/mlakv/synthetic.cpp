@@ -23,8 +23,8 @@ float widen(DType dtype, std::uint16_t bits) {
 
 }  // namespace
 
-Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t seed) {
-  constexpr int kLatent = kLatentDim;
+Activations make_activations(std::int64_t tokens, int nope_dims, DType dtype, std::uint64_t seed) {
+  const int latent = nope_dims;
   constexpr int kRope = kRopeDim;
   constexpr int kOutlierEvery = 97;  // a handful of outlier channels
   constexpr int kTinyEvery = 64;     // tokens whose whole latent is tiny
@@ -33,20 +33,21 @@ Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t see
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> log_gain(std::log(0.25f), std::log(4.0f));
 
-  std::vector<float> gain(kLatent);
-  for (int c = 0; c < kLatent; ++c) gain[c] = std::exp(log_gain(rng)) * (c % kOutlierEvery == 0 ? 10.0f : 1.0f);
+  std::vector<float> gain(latent);
+  for (int c = 0; c < latent; ++c) gain[c] = std::exp(log_gain(rng)) * (c % kOutlierEvery == 0 ? 10.0f : 1.0f);
 
   Activations a;
   a.tokens = tokens;
+  a.nope_dims = nope_dims;
   a.dtype = dtype;
-  a.kv_c.resize(static_cast<std::size_t>(tokens) * kLatent);
+  a.kv_c.resize(static_cast<std::size_t>(tokens) * latent);
   a.k_pe.resize(static_cast<std::size_t>(tokens) * kRope);
   a.kv_c_f32.resize(a.kv_c.size());
   a.k_pe_f32.resize(a.k_pe.size());
   for (std::int64_t t = 0; t < tokens; ++t) {
     const float token_scale = t % kTinyEvery == kTinyEvery - 1 ? kTiny : 1.0f;
-    for (int c = 0; c < kLatent; ++c) {
-      const std::size_t i = static_cast<std::size_t>(t) * kLatent + c;
+    for (int c = 0; c < latent; ++c) {
+      const std::size_t i = static_cast<std::size_t>(t) * latent + c;
       a.kv_c[i] = round_to(dtype, token_scale * 0.05f * gain[c] * normal(rng));
       a.kv_c_f32[i] = widen(dtype, a.kv_c[i]);
     }
@@ -65,9 +66,10 @@ Activations make_activations(std::int64_t tokens, DType dtype, std::uint64_t see
 }
 
 Activations round_activations(const std::vector<float>& kv_c, const std::vector<float>& k_pe, std::int64_t tokens,
-                              DType dtype) {
+                              int nope_dims, DType dtype) {
   Activations a;
   a.tokens = tokens;
+  a.nope_dims = nope_dims;
   a.dtype = dtype;
   const auto round_all = [dtype](const std::vector<float>& in, std::vector<std::uint16_t>& bits,
                                  std::vector<float>& widened) {
