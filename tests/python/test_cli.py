@@ -121,9 +121,64 @@ def test_mlakv_command_capacity_of_deepseek_v4_counts_windows_and_compressed_ent
     assert "Not counted: the ratio-4 layers' indexer keys" in table
 
 
-def test_mlakv_command_deepseek_v4_refuses_layers_and_report_names_the_limitation():
+def test_mlakv_command_deepseek_v4_refuses_layers():
     one_line_exit_2(run("capacity", "--model", "deepseek-v4-flash", "--layers", "10", check=False), "--layers")
-    one_line_exit_2(run("report", "--model", "deepseek-v4-flash", check=False), "--model", "448 + 64", "capacity")
+    one_line_exit_2(run("report", "--model", "deepseek-v4-flash", "--layers", "10", check=False), "--layers")
+
+
+V4_FP8 = ("fp8_ds_mla_v4", "fp8_ds_mla_v41", "fp8_ds_mla_v41_planar")
+V4_FP4 = ("nvfp4_ds_mla_v41", "nvfp4_ds_mla_v41_planar")
+
+
+def test_mlakv_command_report_of_deepseek_v4_gives_capacitys_rows_and_accuracy_without_attention():
+    budget = ("--model", "deepseek-v4-flash", "--kv-memory", "96GB")
+    report = json.loads(run("report", "--json", *budget, *FAST).stdout)
+    capacity = json.loads(run("capacity", "--json", *budget).stdout)
+    assert report["model"] == capacity["model"]  # sliding_window and compress_ratios included
+    assert report["kv_memory"] == capacity["kv_memory"] == 96 * 10**9
+    assert report["attention"]["available"] is False
+    assert "448 + 64" in report["attention"]["reason"] and "docs/attention.md" in report["attention"]["reason"]
+    assert report["recommended"] is None and "sparse-attention error" in report["reason"]
+    assert [f["format"] for f in report["formats"]] == [f["format"] for f in capacity["formats"]]
+    assert sorted(V4_FP8 + V4_FP4) == sorted(f["format"] for f in report["formats"]) == sorted(V4_ENTRY_BYTES)
+    for row, capacity_row in zip(report["formats"], capacity["formats"]):
+        for key, value in capacity_row.items():
+            assert row[key] == value, (row["format"], key)
+        for key in ("latent_rel_rms", "latent_max_abs", "rope_rel_rms", "rope_max_abs"):
+            assert math.isfinite(row[key]), (row["format"], key)
+        assert row["latent_nonfinite"] == 0 and row["rope_nonfinite"] == 0
+        assert row["attention_rel_rms"] is None and row["attention_max_abs"] is None
+        assert row["attention_nonfinite"] is None
+        assert row["write_gbps"] > 0.0 and row["read_gbps"] > 0.0
+    by_id = {f["format"]: f for f in report["formats"]}
+    for fp8 in V4_FP8:  # E4M3 codes: about 2.6 % of the 448 NoPE values
+        assert 0.005 < by_id[fp8]["latent_rel_rms"] < 0.04
+        for fp4 in V4_FP4:  # E2M1 codes: about 9 %
+            assert 2.5 * by_id[fp8]["latent_rel_rms"] < by_id[fp4]["latent_rel_rms"] < 0.15
+    assert by_id["fp8_ds_mla_v4"]["rope_rel_rms"] == 0.0  # its RoPE is stored as bf16
+    assert 0.0 < by_id["fp8_ds_mla_v41"]["rope_rel_rms"] < by_id["nvfp4_ds_mla_v41"]["rope_rel_rms"]
+    for token_major in ("fp8_ds_mla_v41", "nvfp4_ds_mla_v41"):  # the same codes, placed block-planar
+        planar = by_id[token_major + "_planar"]
+        for key in ("latent_rel_rms", "latent_max_abs", "rope_rel_rms", "rope_max_abs"):
+            assert planar[key] == by_id[token_major][key]
+
+
+def test_mlakv_command_report_of_deepseek_v4_prints_attention_as_not_available(tmp_path):
+    out = run("report", "--model", "deepseek-v4-flash", *FAST).stdout
+    assert "mlakv report: DeepSeek-V4-Flash (43 layers, 64 heads)" in out
+    assert "2 window-only, 21 ratio-4, 20 ratio-128" in out  # what capacity's numbers count
+    assert "sparse attention: not available: the sparse decode reads token-major records of 512 + 64" in out
+    rows = [line for line in out.splitlines() if line[2:].split(" ")[0] in V4_ENTRY_BYTES]
+    assert sorted(line[2:].split()[0] for line in rows) == sorted(V4_ENTRY_BYTES)
+    for line in rows:
+        assert not line.startswith("*")
+        assert line.split()[8] == "n/a"  # the attn % column
+    assert "no recommendation: " in out
+    one_line_exit_2(
+        run("report", "--model", "deepseek-v4-flash", "--plot", str(tmp_path / "plot.svg"), *FAST, check=False),
+        "--plot",
+        "sparse-attention error",
+    )
 
 
 def test_mlakv_command_plot_is_svg_with_one_mark_per_format(tmp_path):
@@ -347,6 +402,24 @@ def test_mlakv_command_npy_shapes_are_checked_against_the_file_size_before_readi
 def write_activations(path, kv_c, k_pe) -> None:
     np.save(path / "kv_c.npy", kv_c.astype(np.float32))
     np.save(path / "k_pe.npy", k_pe.astype(np.float32))
+
+
+def test_mlakv_command_report_takes_the_models_kv_c_width_and_names_it_when_refusing(tmp_path):
+    rng = np.random.default_rng(4)
+    v4 = ["report", "--quiet", "--model", "deepseek-v4-flash", "--activations", str(tmp_path)]
+    write_activations(tmp_path, 0.1 * rng.standard_normal((200, 512)), rng.standard_normal((200, 64)))
+    one_line_exit_2(run(*v4, check=False), "kv_c.npy", "must be [T, 448]", "DeepSeek-V4-Flash", "got [200, 512]")
+    write_activations(tmp_path, 0.1 * rng.standard_normal((200, 448)), rng.standard_normal((200, 64)))
+    np.save(tmp_path / "q.npy", rng.standard_normal((2, 4, 576)).astype(np.float32))
+    report = json.loads(run(*v4, "--json").stdout)
+    assert report["source"] == f"200 tokens of {tmp_path} (its q.npy not read: no sparse-attention check)"
+    assert report["attention"]["available"] is False
+    for f in report["formats"]:
+        assert 0.0 < f["latent_rel_rms"] < 0.15 and f["latent_nonfinite"] == 0
+    # The V3 family's presets want the 512-value latent.
+    one_line_exit_2(
+        run("report", "--quiet", "--activations", str(tmp_path), check=False), "must be [T, 512]", "got [200, 448]"
+    )
 
 
 @pytest.mark.parametrize(("array", "value"), [("kv_c", np.nan), ("k_pe", np.inf), ("q", -np.inf)])

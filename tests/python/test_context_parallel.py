@@ -107,6 +107,20 @@ def test_distributed_functions_reject_non_tensors_in_one_line():
         mdist.all_gather_records("bf16", __import__("torch").zeros((1, 64, 1152)), [0, 1], 0, None, block_size=64)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+@pytest.mark.parametrize("fmt", [f["id"] for f in mlakv.formats() if f["page"]["kind"] != "token_major"])
+def test_all_gather_records_refuses_block_planar_pages_naming_the_format(fmt):
+    import torch
+
+    import mlakv.distributed as mdist
+
+    record = next(f["record_bytes"] for f in mlakv.formats() if f["id"] == fmt)
+    with pytest.raises(ValueError, match=rf"^mlakv::all_gather_records\({fmt}\): format: must be a token-major format"):
+        mdist.all_gather_records(
+            fmt, torch.zeros((1, 64, record), dtype=torch.uint8), torch.arange(2), 0, None, block_size=64
+        )
+
+
 def test_record_all_gather_bytes_counts_compact_records_against_bf16_rows():
     got = cp.record_all_gather_bytes("nvfp4_fp8_ds_mla", 1 << 20, 4)
     assert got == {"compact": 3 * (1 << 18) * 352, "bf16": 3 * (1 << 18) * 1152}
