@@ -119,10 +119,10 @@ Inputs user_inputs(const ReportOptions& o, const ModelPreset& model, bool attent
   };
   const int nope = model.nope_dims;
   if (kv.shape.size() != 2 || kv.shape[1] != nope || kv.shape[0] < 1) {
-    shape_error("kv_c.npy", fmt::format("[T, {}] ({} stores {} + {} values per token: kv_c the {}), got {}", nope,
-                                        model.name, nope, kRopeDim,
-                                        nope == kLatentDim ? "latent" : fmt::format("{} NoPE values", nope),
-                                        shape_text(kv.shape)));
+    shape_error("kv_c.npy",
+                fmt::format("[T, {}] ({} stores {} + {} values per token: kv_c the {}), got {}", nope, model.name, nope,
+                            kRopeDim, nope == kLatentDim ? "latent" : fmt::format("{} NoPE values", nope),
+                            shape_text(kv.shape)));
   }
   const std::int64_t tokens = kv.shape[0];
   if (pe.shape.size() != 2 || pe.shape[0] != tokens || pe.shape[1] != kRopeDim) {
@@ -190,8 +190,9 @@ std::int64_t nonfinite(const FormatRow& r) {
 std::size_t recommend(const std::vector<FormatRow>& rows, double limit, const std::string& attention_na,
                       std::string& reason) {
   if (!attention_na.empty()) {
-    reason = "the formats are ranked by their sparse-attention error, which is not measured for them (no decode "
-             "reads them); compare their latent and RoPE errors";
+    reason =
+        "the formats are ranked by their sparse-attention error, which is not measured for them (no decode "
+        "reads them); compare their latent and RoPE errors";
     return rows.size();
   }
   std::size_t best = rows.size();
@@ -280,16 +281,17 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
   if (attention_na.empty()) {
     fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
   } else {
-    fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (latent: the {} values of kv_c); attn: n/a, "
-               "no sparse-attention check (above).\n",
-               model.nope_dims);
+    fmt::print(
+        "\n'%' columns: relative RMS error against the bf16 inputs (latent: the {} values of kv_c); attn: n/a, "
+        "no sparse-attention check (above).\n",
+        model.nope_dims);
   }
   for (const FormatRow& r : rows) {
     if (nonfinite(r) == 0) continue;
-    const std::string attention =
-        r.accuracy.attention ? fmt::format(", {} of {} attention outputs", r.accuracy.attention->nonfinite,
-                                           in.queries.rows * in.queries.heads * kValueDim)
-                             : "";
+    const std::string attention = r.accuracy.attention
+                                      ? fmt::format(", {} of {} attention outputs", r.accuracy.attention->nonfinite,
+                                                    in.queries.rows * in.queries.heads * kValueDim)
+                                      : "";
     fmt::print(
         "! {}: non-finite decoded or reference values (NaN/inf; '%' columns cover the finite ones): {} of {} "
         "latent, {} of {} rope{}{}\n",
