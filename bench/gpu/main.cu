@@ -89,9 +89,13 @@ int main(int argc, char** argv) {
       for (bool random : {false, true}) mlakv_bench::bench_reader(b, info.format, t, random, t >= 1000000 ? 2 : 4);
     }
   }
-  const Format attention_formats[] = {Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMlaFp8RopePts,
-                                      Format::kNvfp4DsMla,        Format::kNvfp4Fp8DsMla,
-                                      Format::kFp8DsMla,          Format::kBf16};
+  const Format attention_formats[] = {Format::kNvfp4DsMlaFp8Rope,
+                                      Format::kNvfp4DsMlaFp8RopePts,
+                                      Format::kNvfp4DsMla,
+                                      Format::kNvfp4Fp8DsMla,
+                                      Format::kFp8DsMla,
+                                      Format::kFp8E4m3,
+                                      Format::kBf16};
   for (const Format format : attention_formats) {
     if (!wanted(mlakv::format_info(format)) || !doing("attention")) continue;
     for (const std::int64_t heads : attention_heads) {

@@ -17,6 +17,7 @@
 #include "cuda/per_device.h"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
 #include "cuda/sparse_mla_decode_warpgroups.h"
+#include "cuda/sparse_mla_decode_wide_tiles.h"
 #include "cuda/warp.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
@@ -80,9 +81,10 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // chain per tile. It is the faster one for the NVFP4 records (whose codec
 // decodes to bf16 directly) up to 32 heads once there are enough rows to fill
 // the GPU; at few rows the shared-tile kernel is. Beyond 32 heads, on Hopper
-// builds with sm_90a code, the warpgroup kernel (wgmma, a producer warpgroup
-// decoding while two math warpgroups multiply) takes every record of up to
-// 656 bytes (docs/attention.md).
+// builds with sm_90a code, a warpgroup kernel (wgmma, decoder warps filling
+// key tiles while two math warpgroups multiply) takes every record of up to
+// 656 bytes: 32-key tiles, or for the FP8 records with enough rows 64-key tiles
+// (docs/attention.md).
 enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
 // The codecs with a fragment decode (the NVFP4 records, cuda/key_fragment.cuh);
@@ -95,6 +97,18 @@ inline constexpr bool kDecodesToFragments = requires {
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
 template <class Codec>
 inline constexpr bool kFitsWarpgroups = warpgroups::kFits<Codec::Spec::kRecordBytes>;
+
+// The records the wide-tile warpgroup kernel (64-key tiles) also takes: the
+// FP8 ones, whose keys decode element by element (slower there for the NVFP4
+// records: docs/attention.md).
+template <class Codec>
+inline constexpr bool kWideTiles = !kDecodesToFragments<Codec> && wide_tiles::kFits<Codec::Spec::kRecordBytes>;
+
+// From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
+// fp8_ds_mla: 0.87-0.89 of the 32-key tiles' time at 128+ blocks, equal at
+// 64); with fewer, rows are split into runs of a few tiles, whose two-tile
+// pipeline fills and drains too often (R = 16: 1.09-1.18 of the time).
+bool wide_tiles_for(std::int64_t rows, std::int64_t heads) { return rows * ((heads + 63) / 64) >= 64; }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
 bool warpgroups_run_on(int device) {
@@ -590,10 +604,15 @@ cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPl
 template <class Codec>
 cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPlan& plan, int device,
                               cudaStream_t stream) {
-  if (const cudaError_t status = warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
-      status != cudaSuccess || plan.splits == 1) {
-    return status;
+  cudaError_t status = cudaSuccess;
+  if constexpr (kWideTiles<Codec>) {
+    status = wide_tiles_for(p.rows, p.heads)
+                 ? wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream)
+                 : warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
+  } else {
+    status = warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
   }
+  if (status != cudaSuccess || plan.splits == 1) return status;
   return launch_combine(p, plan.splits, stream);
 }
 

@@ -27,12 +27,18 @@
 #include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_warpgroups.h"
 #include "cuda/warp.cuh"
+#include "cuda/warpgroup_math.cuh"
 #include "cuda/wgmma.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
 
 namespace mlakv::cuda::warpgroups {
+
+using warpgroup_math::bf16x2_bits;
+using warpgroup_math::fast_exp2;
+using warpgroup_math::kMaxGrowth;
+using warpgroup_math::rescale;
 
 template <int kRecordBytes>
 struct Storage {
@@ -155,30 +161,6 @@ __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& 
     sh.valid[buffer][kWarpTokens * warp + lane] = sh.staged_valid[stage][kWarpTokens * warp + lane];
 }
 
-/// Issues (and commits) o (this warpgroup's 64 heads x 256 dims of `half`) += P x V of the tile.
-__device__ __forceinline__ void issue_probs_times_values(float (&o)[128], const std::uint8_t* probs,
-                                                         const std::uint8_t* keys, int half) {
-  wgmma::fence_operands(o);  // o's ordinary writes (the rescale) stay before the wgmma's stage
-  wgmma::fence();
-#pragma unroll
-  for (int k = 0; k < kTileTokens / 16; ++k) {
-    const std::uint64_t a = wgmma::descriptor(probs + 32 * k, 16, 1024);
-    const std::uint64_t b =
-        wgmma::descriptor(keys + (kHalfDims / 64) * half * kKeyBlockBytes + 16 * k * 128, kKeyBlockBytes, 1024);
-    wgmma::mma_64x256_b_mn_major(o, a, b, 1);
-  }
-  wgmma::commit();
-  wgmma::fence_operands(o);
-}
-
-/// The same, waited for.
-__device__ __forceinline__ void add_probs_times_values(float (&o)[128], const std::uint8_t* probs,
-                                                       const std::uint8_t* keys, int half) {
-  issue_probs_times_values(o, probs, keys, half);
-  wgmma::wait<0>();
-  wgmma::fence_operands(o);
-}
-
 /// Issues (and commits) the tile's scores, 64 heads x 32 keys: the latent
 /// dims' part into `latent`, the RoPE dims' into `rope`.
 __device__ __forceinline__ void issue_scores(float (&latent)[16], float (&rope)[16], const std::uint8_t* q,
@@ -199,33 +181,6 @@ __device__ __forceinline__ void issue_scores(float (&latent)[16], float (&rope)[
     }
   }
   wgmma::commit();
-}
-
-/// 2^x by the approximate MUFU instruction (2 ulp; the weights are rounded to bf16 anyway).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-/// Two floats as a bf16 pair (round to nearest even), lo in the low half.
-__device__ __forceinline__ std::uint32_t bf16x2_bits(float lo, float hi) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&pair);
-}
-
-/// Growth of a row's score maximum (log2 domain) within which the reference
-/// maximum of the weights stays put.
-inline constexpr float kMaxGrowth = 8.0f;
-
-__device__ __forceinline__ void rescale(float (&o)[128], float alpha0, float alpha1) {
-#pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    o[4 * i] *= alpha0;
-    o[4 * i + 1] *= alpha0;
-    o[4 * i + 2] *= alpha1;
-    o[4 * i + 3] *= alpha1;
-  }
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -433,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         rescale(o, alpha[0], alpha[1]);
       }
       bulk_barrier_wait(&sh.probs_full[probs], phase);  // every warp's probabilities are in
-      issue_probs_times_values(o, sh.probs[probs], sh.keys[buffer], 0);
+      warpgroup_math::issue_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs[probs], sh.keys[buffer], 0);
       wgmma::wait<0>();  // tile t's P x V (and tile t + 1's scores)
       wgmma::fence_operands(o);
       __syncwarp();  // every lane's reads of the tile's state come before lane 0 releases it
@@ -501,7 +456,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float alpha0 = sh.alpha[probs][r0];
       const float alpha1 = sh.alpha[probs][r1];
       if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
-      add_probs_times_values(o, sh.probs[probs], sh.keys[buffer], 1);
+      warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs[probs], sh.keys[buffer], 1);
       __syncwarp();  // every lane's reads of the weights' tile state come before lane 0 releases it
       if (lane == 0) {
         barrier_arrive(&sh.keys_empty[buffer]);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention_support.h"
@@ -300,9 +301,12 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
   expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), "H=16 K=5000 R=36 (no workspace)");
 }
 
+// On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
+// (from 64 blocks of 64 heads: 69 rows of 64, 36 of 128), 32-key tiles for
+// the NVFP4 ones (and for the FP8 ones with fewer blocks, as in the tests above).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
-  for (const Format format : {Format::kFp8DsMla, Format::kNvfp4DsMlaFp8Rope}) {
+  for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope}) {
     AttentionCache cache(format, 4096, 11);
     const double value_scale = max_abs_value(cache.keys());
     for (const std::int64_t heads : {64, 128}) {
@@ -314,6 +318,15 @@ TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
       expect_close(run_cuda(cache, p, false), cpu, value_scale, what);
       expect_close(run_cuda(cache, p, true), cpu, value_scale, what + " (workspace)");
     }
+  }
+  // Many tiles and splits a row: 33 rows of fp8_ds_mla (66 blocks: the 64-key tiles), 12 of the 368-byte records.
+  for (const auto& [format, repeats] : {std::pair{Format::kFp8DsMla, 11}, std::pair{Format::kNvfp4DsMlaFp8Rope, 4}}) {
+    AttentionCache cache(format, 9000, 5);
+    Problem p = make_problem(128, 5000, cache.capacity(), 9, repeats);
+    const Result cpu = run_cpu(cache, p);
+    const std::string what = std::string(format_info(format).id) + " H=128 K=5000 R=" + std::to_string(p.rows);
+    expect_close(run_cuda(cache, p, true), cpu, max_abs_value(cache.keys()), what + " (workspace)");
+    expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), what);
   }
 }
 

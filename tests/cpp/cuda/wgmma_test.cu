@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU tests of the warpgroup tensor-core primitives (src/cuda/wgmma.cuh) in
-// the tile layouts the warpgroup decode kernel uses: scores = Q x K^T over
-// the swizzled 64 x 576 query and 32 x 576 key tiles, and P x V with the key
-// tile read MN-major as values. Small integers make every product exact, so
+// the tile layouts the warpgroup decode kernels use: scores = Q x K^T over
+// the swizzled 64 x 576 query and 32 x 576 (warpgroups) or 64 x 576 (wide
+// tiles) key tiles, and P x V with the key tile read MN-major as values. Small integers make every product exact, so
 // the results must equal the host's bit for bit. Skipped without an sm_90
 // device (wgmma is sm_90a code).
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 
 #include "codec/element.h"
 #include "cuda/sparse_mla_decode_warpgroups.cuh"
+#include "cuda/sparse_mla_decode_wide_tiles.cuh"
 #include "cuda/wgmma.cuh"
 #include "cuda_support.h"
 
@@ -19,23 +20,52 @@ namespace mlakv::test {
 namespace {
 
 namespace wg = cuda::warpgroups;
+namespace wide = cuda::wide_tiles;
 constexpr int kHeads = wg::kHeads;
-constexpr int kTokens = wg::kTileTokens;
 
+template <int kTokens>
 struct alignas(1024) Tiles {
+  static constexpr int kKeyBlockBytes = kTokens * 128;
+  static constexpr int kProbBytes = kHeads * 128;
   std::uint8_t q[wg::kColumnBlocks * wg::kQueryBlockBytes];
-  std::uint8_t keys[wg::kColumnBlocks * wg::kKeyBlockBytes];
-  std::uint8_t probs[wg::kProbBytes];
+  std::uint8_t keys[wg::kColumnBlocks * kKeyBlockBytes];
+  std::uint8_t probs[kProbBytes];
 };
 
-// One warpgroup: stores q [64][576], keys [32][576] and probs [64][32] (bf16
-// bits, row-major in global memory) into the swizzled tiles, then writes
-// scores [64][32] and out [64][512] (float32) from the accumulator layout.
+// The scores of a kernel's tile of kTokens keys, as that kernel issues them.
+template <int kTokens>
+__device__ void scores_of_tile(float (&s)[kTokens / 2], const Tiles<kTokens>& sh) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (kTokens == wide::kTileTokens) {
+    static_assert(Tiles<kTokens>::kKeyBlockBytes == wide::kKeyBlockBytes);
+    wide::issue_scores(s, sh.q, sh.keys);
+  } else {
+    static_assert(kTokens == wg::kTileTokens && Tiles<kTokens>::kKeyBlockBytes == wg::kKeyBlockBytes);
+    float rope[kTokens / 2];
+    wg::issue_scores(s, rope, sh.q, sh.keys);
+    cuda::wgmma::wait<0>();
+    cuda::wgmma::fence_operands(s);
+    cuda::wgmma::fence_operands(rope);
+    for (int i = 0; i < kTokens / 2; ++i) s[i] += rope[i];
+  }
+  cuda::wgmma::wait<0>();
+  cuda::wgmma::fence_operands(s);
+#else
+  (void)s, (void)sh;
+#endif
+}
+
+// One warpgroup: stores q [64][576], keys [kTokens][576] and probs
+// [64][kTokens] (bf16 bits, row-major in global memory) into the swizzled
+// tiles, then writes scores [64][kTokens] and out [64][512] (float32) from the
+// accumulator layout.
+template <int kTokens>
 __global__ void products_kernel(const std::uint16_t* q, const std::uint16_t* keys, const std::uint16_t* probs,
                                 float* scores, float* out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = Tiles<kTokens>;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  auto& sh = *reinterpret_cast<Tiles*>(smem_raw + (1024u - cuda::shared_address(smem_raw) % 1024u) % 1024u);
+  auto& sh = *reinterpret_cast<T*>(smem_raw + (1024u - cuda::shared_address(smem_raw) % 1024u) % 1024u);
   const int tid = static_cast<int>(threadIdx.x);
   for (int i = tid; i < kHeads * kQueryDim; i += 128) {
     *reinterpret_cast<std::uint16_t*>(
@@ -43,11 +73,11 @@ __global__ void products_kernel(const std::uint16_t* q, const std::uint16_t* key
   }
   for (int i = tid; i < kTokens * kQueryDim; i += 128) {
     *reinterpret_cast<std::uint16_t*>(
-        sh.keys + cuda::wgmma::swizzled_offset(i / kQueryDim, i % kQueryDim, wg::kKeyBlockBytes)) = keys[i];
+        sh.keys + cuda::wgmma::swizzled_offset(i / kQueryDim, i % kQueryDim, T::kKeyBlockBytes)) = keys[i];
   }
   for (int i = tid; i < kHeads * 64; i += 128) {
     const int col = i % 64;
-    *reinterpret_cast<std::uint16_t*>(sh.probs + cuda::wgmma::swizzled_offset(i / 64, col, wg::kProbBytes)) =
+    *reinterpret_cast<std::uint16_t*>(sh.probs + cuda::wgmma::swizzled_offset(i / 64, col, T::kProbBytes)) =
         col < kTokens ? probs[(i / 64) * kTokens + col] : 0;
   }
   cuda::bulk_copy_fence();
@@ -57,18 +87,9 @@ __global__ void products_kernel(const std::uint16_t* q, const std::uint16_t* key
   const int r0 = 16 * warp + lane / 4;
   const int c = lane % 4;
 
-  float s[16];
-  cuda::wgmma::fence();
-  for (int k = 0; k < kQueryDim / 16; ++k) {
-    const int offset = (k % 4) * 32;
-    cuda::wgmma::mma_64x32(s, cuda::wgmma::descriptor(sh.q + (k / 4) * wg::kQueryBlockBytes + offset, 16, 1024),
-                           cuda::wgmma::descriptor(sh.keys + (k / 4) * wg::kKeyBlockBytes + offset, 16, 1024),
-                           k > 0 ? 1 : 0);
-  }
-  cuda::wgmma::commit();
-  cuda::wgmma::wait<0>();
-  cuda::wgmma::fence_operands(s);
-  for (int i = 0; i < 4; ++i) {
+  float s[kTokens / 2];
+  scores_of_tile<kTokens>(s, sh);
+  for (int i = 0; i < kTokens / 8; ++i) {
     for (int e = 0; e < 2; ++e) {
       scores[r0 * kTokens + 8 * i + 2 * c + e] = s[4 * i + e];
       scores[(r0 + 8) * kTokens + 8 * i + 2 * c + e] = s[4 * i + 2 + e];
@@ -77,7 +98,7 @@ __global__ void products_kernel(const std::uint16_t* q, const std::uint16_t* key
   for (int half = 0; half < 2; ++half) {
     float o[128];
     for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-    wg::add_probs_times_values(o, sh.probs, sh.keys, half);
+    cuda::warpgroup_math::add_probs_times_values<kTokens, T::kKeyBlockBytes>(o, sh.probs, sh.keys, half);
     for (int i = 0; i < 32; ++i) {
       for (int e = 0; e < 2; ++e) {
         const int dim = wg::kHalfDims * half + 8 * i + 2 * c + e;
@@ -111,8 +132,8 @@ std::vector<std::uint16_t> small_integers(std::size_t n, int seed, int range) {
   return v;
 }
 
-TEST(cuda_wgmma, scores_and_probs_times_values_in_the_decode_tile_layouts_equal_the_host_products) {
-  if (!hopper_present()) GTEST_SKIP() << "no sm_90 device";
+template <int kTokens>
+void expect_products_equal_the_host_ones() {
   const auto q = small_integers(kHeads * kQueryDim, 1, 7);
   const auto keys = small_integers(kTokens * kQueryDim, 2, 7);
   const auto probs = small_integers(kHeads * kTokens, 3, 3);
@@ -121,10 +142,10 @@ TEST(cuda_wgmma, scores_and_probs_times_values_in_the_decode_tile_layouts_equal_
   DeviceBuffer dp(probs);
   DeviceBuffer ds(kHeads * kTokens * sizeof(float));
   DeviceBuffer dout(kHeads * kValueDim * sizeof(float));
-  const int shared = static_cast<int>(sizeof(Tiles)) + 1024;
-  MLAKV_CUDA_OK(cudaFuncSetAttribute(products_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  products_kernel<<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(), dp.get<std::uint16_t>(),
-                                      ds.get<float>(), dout.get<float>());
+  const int shared = static_cast<int>(sizeof(Tiles<kTokens>)) + 1024;
+  MLAKV_CUDA_OK(cudaFuncSetAttribute(products_kernel<kTokens>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  products_kernel<kTokens><<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(),
+                                               dp.get<std::uint16_t>(), ds.get<float>(), dout.get<float>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   std::vector<float> scores(kHeads * kTokens);
   std::vector<float> out(kHeads * kValueDim);
@@ -147,6 +168,16 @@ TEST(cuda_wgmma, scores_and_probs_times_values_in_the_decode_tile_layouts_equal_
     }
   }
   EXPECT_EQ(checked, kHeads * (kTokens + kValueDim));
+}
+
+TEST(cuda_wgmma, scores_and_probs_times_values_in_the_32_key_tile_layout_equal_the_host_products) {
+  if (!hopper_present()) GTEST_SKIP() << "no sm_90 device";
+  expect_products_equal_the_host_ones<wg::kTileTokens>();
+}
+
+TEST(cuda_wgmma, scores_and_probs_times_values_in_the_64_key_tile_layout_equal_the_host_products) {
+  if (!hopper_present()) GTEST_SKIP() << "no sm_90 device";
+  expect_products_equal_the_host_ones<wide::kTileTokens>();
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wide-tile warpgroup sparse decode's launcher, compiled for sm_90a only
+// (the mlakv_sm90a object library in CMakeLists.txt): one instantiation per
+// FP8 record.
+#include "cuda/per_device.h"
+#include "cuda/sparse_mla_decode_wide_tiles.cuh"
+
+namespace mlakv::cuda::wide_tiles {
+namespace {
+
+// The kernel's shared storage exceeds the default 48 KiB: opt in once per device.
+template <class Codec, bool kPartial>
+cudaError_t allow_shared_storage(int device) {
+  static PerDevice allowed;
+  cudaError_t status = cudaSuccess;
+  allowed.get(device, [&] {
+    status = cudaFuncSetAttribute(sparse_mla_decode_wide_tiles_kernel<Codec, kPartial>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+    return status == cudaSuccess ? 1 : 0;
+  });
+  return status;
+}
+
+template <class Codec, bool kPartial>
+cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
+                          cudaStream_t stream) {
+  static_assert(kSharedBytes <= kSharedLimit, "one block fits an SM");
+  if (const cudaError_t status = allow_shared_storage<Codec, kPartial>(device); status != cudaSuccess) return status;
+  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
+  const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
+  sparse_mla_decode_wide_tiles_kernel<Codec, kPartial><<<grid, kThreads, kSharedBytes, stream>>>(p, units_per_split);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+template <class Codec>
+cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
+                   cudaStream_t stream) {
+  return splits == 1 ? launch_kernel<Codec, false>(p, splits, units_per_split, device, stream)
+                     : launch_kernel<Codec, true>(p, splits, units_per_split, device, stream);
+}
+
+template cudaError_t launch<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
+template cudaError_t launch<codec::CodecFp8DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
+
+}  // namespace mlakv::cuda::wide_tiles

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sparse MLA decode for blocks of 64 heads on Hopper (sm_90a) in tiles
+// of 64 keys, for the records whose keys decode element by element (the FP8
+// ones; the NVFP4 records take sparse_mla_decode_warpgroups.cuh's 32-key
+// tiles, whose deeper pipeline hides their decode better). Three warpgroups
+// hand work to each other through mbarriers:
+//   - eight decoder warps (warpgroup 2's four, kDecoderWarpTokens records a
+//     tile each, and warpgroup 1's, kValueWarpTokens) load their records of
+//     a tile straight from global memory (the next tile's asked of L2 ahead)
+//     and decode them with the shared codecs into one of two bf16 key tiles
+//     (the readers' bf16 values; zeros for an entry without a record);
+//   - math warpgroup 0 scores a tile (64 heads x 64 keys x 576 dims), runs its
+//     online softmax in registers, publishes the bf16 probabilities and each
+//     head's rescale factor, and adds P x V for output dims 0..255;
+//   - math warpgroup 1 adds P x V for output dims 256..511 from the published
+//     probabilities, between its decodes.
+// The key tile serves both products: K-major rows of 576 dims for the scores
+// and, read MN-major, the value rows (its first 512 dims) for P x V. With 64
+// keys (the scores' wgmma N) the query tile is read from shared memory half
+// as often per key as with 32; the query and two key tiles fill shared
+// memory, so records are not staged there.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attention_result.cuh"
+#include "cuda/bulk_copy.cuh"
+#include "cuda/sparse_mla_decode_wide_tiles.h"
+#include "cuda/warp.cuh"
+#include "cuda/warpgroup_math.cuh"
+#include "cuda/wgmma.cuh"
+#include "dispatch/visit_codec.h"
+#include "mlakv/vocabulary.h"
+#include "params/attention_params.h"
+
+namespace mlakv::cuda::wide_tiles {
+
+using warpgroup_math::bf16x2_bits;
+using warpgroup_math::fast_exp2;
+using warpgroup_math::kMaxGrowth;
+using warpgroup_math::rescale;
+using warpgroups::kProducerRegisters;
+using warpgroups::kScoreRegisters;
+using warpgroups::kValueRegisters;
+
+struct Storage {
+  alignas(1024) std::uint8_t q[kColumnBlocks * kQueryBlockBytes];
+  alignas(1024) std::uint8_t keys[kKeyBuffers][kColumnBlocks * kKeyBlockBytes];
+  alignas(1024) std::uint8_t probs[kProbBytes];
+  float alpha[kHeads];  // each head's rescale factor of the published probabilities
+  float row_sum[kHeads];
+  float row_max[kHeads];                                     // log2 domain
+  alignas(16) std::uint8_t valid[kKeyBuffers][kTileTokens];  // token t of the key tile has a record
+  std::uint64_t keys_full[kKeyBuffers];                      // 8 decoder warp arrivals: the tile is decoded
+  std::uint64_t keys_empty[kKeyBuffers];                     // 8 math warp arrivals: both products read it
+  std::uint64_t probs_full;                                  // 4 arrivals of warpgroup 0: P and alpha are in
+  std::uint64_t probs_empty;                                 // 4 arrivals of warpgroup 1: its P x V read them
+};
+
+inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage)) + 1024;  // + alignment slack
+
+/// What an entry without a record decodes from (its keys are stored as zeros).
+__device__ const uint4 kZeroRecord[kMaxRecordBytes / 16] = {};
+
+/// The codecs this kernel serves: a record's keys decode element by element
+/// (codec::decode_lane_bf16_bits), not through the NVFP4 fragment decode.
+template <class Codec>
+inline constexpr bool kElementKeys = !requires {
+  &Codec::latent_scale_byte;
+};
+
+/// A decoder warp's share of every tile: tokens first..first + count - 1.
+/// Its lanes hold the slots of `32 / count` tiles at a time (a batch), and
+/// of the batch after, loaded a batch before their addresses are needed.
+struct DecoderShare {
+  int first;
+  int count;
+  std::int64_t slots = -1;       // lane l: token first + l % count of the batch's tile l / count
+  std::int64_t next_slots = -1;  // the same for the next batch
+
+  __device__ int batch_tiles() const { return kWarpSize / count; }
+};
+
+/// The slots of a batch of tiles from first_tile: lane l holds token
+/// share.first + l % share.count of tile first_tile + l / share.count, or -1
+/// past the block's range (and on lanes past the batch).
+__device__ __forceinline__ std::int64_t slot_batch(const params::SparseDecodeParams& p, std::int64_t row,
+                                                   std::int64_t begin, std::int64_t end, int first_tile,
+                                                   const DecoderShare& share, int lane) {
+  const int tile = lane / share.count;
+  const std::int64_t entry =
+      begin + static_cast<std::int64_t>(first_tile + tile) * kTileTokens + share.first + lane % share.count;
+  return tile < share.batch_tiles() && entry < end ? __ldg(p.indices + row * p.indices_stride_row_elems + entry) : -1;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/// Asks L2 for a record ahead of its loads.
+__device__ __forceinline__ void prefetch_record(const std::uint8_t* record, int bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(record), "r"(bytes) : "memory");
+}
+
+/// Decodes kRoundTokens records, 8 lanes each, every lane into its token's
+/// row `row` of `keys`: in step i, lane (g = lane / 8, j = lane % 8) decodes latent group
+/// 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of its token's
+/// `record`, so that the 32 lanes' 16-byte stores spread evenly over the
+/// swizzle's 8 chunk columns (4 stores each: the fewest for 512 bytes). A lane
+/// whose token has no record decodes the zero record and stores zeros.
+template <class Codec>
+__device__ __forceinline__ void decode_round(std::uint8_t* keys, const codec::DecodeParams& params,
+                                             const std::uint8_t* record, bool valid, int row, int lane) {
+  constexpr int kLanesPerToken = kWarpSize / kRoundTokens;
+  constexpr int kSteps = codec::kLanes / kLanesPerToken;
+  const int j = lane % kLanesPerToken;
+#pragma unroll  // the steps' decodes are independent: all in flight at once
+  for (int i = 0; i < kSteps; ++i) {
+    const int group = kLanesPerToken * i + j;
+    alignas(16) std::uint32_t latent[8];  // bf16 pairs in dim order
+    std::uint32_t rope;
+    codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
+                                        reinterpret_cast<std::uint16_t*>(&rope));
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    const int col = codec::kLatentPerLane * group;
+    *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col, kKeyBlockBytes)) =
+        valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;
+    *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes)) =
+        valid ? reinterpret_cast<const uint4*>(latent)[1] : zero;
+    *reinterpret_cast<std::uint32_t*>(keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group,
+                                                                    kKeyBlockBytes)) = valid ? rope : 0u;
+  }
+}
+
+/// Issues (and commits) the tile's scores, 64 heads x 64 keys.
+__device__ __forceinline__ void issue_scores(float (&scores)[32], const std::uint8_t* q, const std::uint8_t* keys) {
+  wgmma::fence_operands(scores);
+  wgmma::fence();
+#pragma unroll
+  for (int k = 0; k < kQueryDim / 16; ++k) {
+    const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
+    const std::uint64_t a = wgmma::descriptor(q + (k / 4) * kQueryBlockBytes + offset, 16, 1024);
+    const std::uint64_t b = wgmma::descriptor(keys + (k / 4) * kKeyBlockBytes + offset, 16, 1024);
+    wgmma::mma_64x64(scores, a, b, k > 0 ? 1 : 0);
+  }
+  wgmma::commit();
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <class Codec, bool kPartial>
+__global__ void __launch_bounds__(kThreads, 1)
+    sparse_mla_decode_wide_tiles_kernel(const params::SparseDecodeParams p, int units_per_split) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  static_assert(kFits<kRecordBytes> && kElementKeys<Codec>, "records the decoders load as they are");
+  static_assert(kTileTokens == 64, "a tile is one unit of the split plan");
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  auto& sh = *reinterpret_cast<Storage*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
+
+  if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warpgroup = tid / 128;
+  const int warp = (tid % 128) / kWarpSize;  // within the warpgroup
+  const int lane = tid % kWarpSize;
+  const BlockRange block = block_range<kHeads>(p, units_per_split);
+  const auto [row, head0, split, begin, end] = block;
+  const int tiles = block.tiles<kTileTokens>();
+
+  if (tid == 0) {
+    for (int b = 0; b < kKeyBuffers; ++b) {
+      barrier_init(&sh.keys_full[b], 8);   // one arrival per decoder warp
+      barrier_init(&sh.keys_empty[b], 8);  // one per math warp
+    }
+    barrier_init(&sh.probs_full, 4);
+    barrier_init(&sh.probs_empty, 4);
+    bulk_barrier_init_fence();
+  }
+  // The block's query heads (zeros past H) in the swizzled layout, 16 bytes at a time.
+  constexpr int kQueryUnits = kQueryDim / 8;
+#pragma unroll 2
+  for (int i = tid; i < kHeads * kQueryUnits; i += kThreads) {
+    const int h = i / kQueryUnits;
+    const int col = 8 * (i % kQueryUnits);
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (head0 + h < p.heads) {
+      v = __ldg(
+          reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems + col));
+    }
+    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v;
+  }
+  bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
+  __syncthreads();
+
+  // The decoders: warpgroup 1's warp w decodes tokens kValueWarpTokens w..
+  // of each tile, warpgroup 2's warp w the kDecoderWarpTokens from
+  // 4 kValueWarpTokens + kDecoderWarpTokens w.
+  codec::DecodeParams params = p.decode;
+  if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+  const auto start_decoder = [&](DecoderShare& d) {
+    d.slots = slot_batch(p, row, begin, end, 0, d, lane);
+    d.next_slots = slot_batch(p, row, begin, end, d.batch_tiles(), d, lane);
+    const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, lane % d.count);
+    if (lane < d.count && tiles > 0 && params::slot_in_range(p.cache, slot)) {
+      prefetch_record(params::record_address(p.cache, slot), kRecordBytes);
+    }
+  };
+  // Decodes a decoder warp's tokens of tile t into its key tile, having asked
+  // L2 for its records of tile t + 1.
+  const auto decode = [&](DecoderShare& d, int t) {
+    const int buffer = t % kKeyBuffers;
+    const int batch_tiles = d.batch_tiles();
+    if (t % batch_tiles == 0 && t > 0) {  // the next batch's slots were loaded a batch ago
+      d.slots = d.next_slots;
+      d.next_slots = slot_batch(p, row, begin, end, t + batch_tiles, d, lane);
+    }
+    if (const int next = t + 1; next < tiles) {
+      const std::int64_t ahead = __shfl_sync(0xFFFFFFFFu, next % batch_tiles == 0 ? d.next_slots : d.slots,
+                                             (next % batch_tiles) * d.count + lane % d.count);
+      if (lane < d.count && params::slot_in_range(p.cache, ahead)) {
+        prefetch_record(params::record_address(p.cache, ahead), kRecordBytes);
+      }
+    }
+    const int first_lane = (t % batch_tiles) * d.count;  // this tile's lanes of the batch
+    const std::int64_t mine = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + lane % d.count);
+    bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u);
+#pragma unroll 1  // one round's decode in flight at a time: warpgroup 1 holds its output beside it
+    for (int r = 0; r < d.count / kRoundTokens; ++r) {
+      const int token = kRoundTokens * r + lane / (kWarpSize / kRoundTokens);
+      const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + token);
+      const bool valid = params::slot_in_range(p.cache, slot);
+      const std::uint8_t* record =
+          valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord);
+      decode_round<Codec>(sh.keys[buffer], params, record, valid, d.first + token, lane);
+    }
+    if (lane < d.count) sh.valid[buffer][d.first + lane] = params::slot_in_range(p.cache, mine) ? 1 : 0;
+    bulk_copy_fence();  // the key tile's stores before the wgmma read them
+    __syncwarp();       // every lane's stores (and their fences) come before lane 0 publishes the tile
+    if (lane == 0) barrier_arrive(&sh.keys_full[buffer]);
+  };
+  if (warpgroup == 2) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    DecoderShare d{4 * kValueWarpTokens + kDecoderWarpTokens * warp, kDecoderWarpTokens};
+    start_decoder(d);
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) decode(d, t);
+    return;
+  }
+
+  const int g = lane / 4;  // accumulator rows 16 warp + g and + 8, columns 2 c, 2 c + 1 of each 8
+  const int c = lane % 4;
+  const int r0 = 16 * warp + g;
+  const int r1 = r0 + 8;
+  float o[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+
+  float row_max[2] = {-INFINITY, -INFINITY};  // the online softmax of rows r0, r1 (warpgroup 0)
+  float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
+  constexpr int kChunks = kTileTokens / 8;    // 8-key column chunks of the scores
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kScoreRegisters));
+    const float score_scale = p.sm_scale * 1.4426950408889634f;  // scores in the log2 domain
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) {
+      const int buffer = t % kKeyBuffers;
+      const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+      float s[32];
+      bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+      issue_scores(s, sh.q, sh.keys[buffer]);
+      // valid: bit 2 i + e of lane c: token 8 i + 2 c + e (tokens 2 c, 2 c + 1 of each 8).
+      std::uint32_t valid = 0;
+#pragma unroll
+      for (int i = 0; i < kChunks; ++i) {
+        const auto pair = *reinterpret_cast<const std::uint16_t*>(&sh.valid[buffer][8 * i + 2 * c]);
+        valid |= static_cast<std::uint32_t>((pair & 1u) | (pair >> 7 & 2u)) << (2 * i);
+      }
+      wgmma::wait<0>();
+      wgmma::fence_operands(s);
+      // Online softmax of rows r0 (s[4 i], s[4 i + 1]) and r1 (s[4 i + 2], s[4 i + 3]).
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int i = 0; i < kChunks; ++i) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const bool ok = (valid >> (2 * i + e) & 1u) != 0;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float& v = s[4 * i + 2 * h + e];
+            v = ok ? v * score_scale : -INFINITY;
+            tile_max[h] = fmaxf(tile_max[h], v);
+          }
+        }
+      }
+      // The weights go straight to shared memory (no register copy beside
+      // the output accumulators) once warpgroup 1 is done with tile t - 1's.
+      bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
+        // The reference maximum moves only when the tile's exceeds it by more
+        // than kMaxGrowth, so rescales stop after the first tiles; weights
+        // stay below 2^kMaxGrowth.
+        const bool moves = tile_max[h] > row_max[h] + kMaxGrowth;
+        const float new_max = moves ? tile_max[h] : row_max[h];
+        const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
+        alpha[h] = moves && row_max[h] != -INFINITY ? fast_exp2(row_max[h] - new_max) : 1.0f;
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kChunks; ++i) {
+          const float p0 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h] - new_max);
+          const float p1 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h + 1] - new_max);
+          sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
+          *reinterpret_cast<std::uint32_t*>(
+              sh.probs + wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bf16x2_bits(p0, p1);
+        }
+        row_max[h] = new_max;
+        row_sum[h] = row_sum[h] * alpha[h] + sum;
+      }
+      if (c == 0) {
+        sh.alpha[r0] = alpha[0];
+        sh.alpha[r1] = alpha[1];
+      }
+      bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
+      __syncwarp();       // every lane's stores (and fences) before lane 0 publishes them
+      if (lane == 0) barrier_arrive(&sh.probs_full);
+      if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
+      bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
+      warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
+      __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
+      if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 1);
+      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 2);
+    }
+    if (c == 0) {
+      sh.row_sum[r0] = row_sum[0];
+      sh.row_sum[r1] = row_sum[1];
+      sh.row_max[r0] = row_max[0];
+      sh.row_max[r1] = row_max[1];
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
+    // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
+    // key tile it fills was released by both P x V of tile t - 1.
+    DecoderShare d{kValueWarpTokens * warp, kValueWarpTokens};
+    start_decoder(d);
+    if (tiles > 0) decode(d, 0);
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) {
+      if (t + 1 < tiles) decode(d, t + 1);
+      const int buffer = t % kKeyBuffers;
+      const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+      bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+      bulk_barrier_wait(&sh.probs_full, phase);
+      const float alpha0 = sh.alpha[r0];
+      const float alpha1 = sh.alpha[r1];
+      if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
+      warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
+      __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
+      if (lane == 0) {
+        barrier_arrive(&sh.keys_empty[buffer]);
+        barrier_arrive(&sh.probs_empty);
+      }
+    }
+  }
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
+
+  // Epilogue: rows r0 and r1 of this warpgroup's 256 dims.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = h == 0 ? r0 : r1;
+    const std::int64_t head = head0 + r;
+    if (head >= p.heads) continue;
+    const HeadTotals totals = finish_head(sh.row_sum[r], sh.row_max[r]);
+    const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      store.store_pair(kHalfDims * warpgroup + 8 * i + 2 * c, o[4 * i + 2 * h] * totals.inv_sum,
+                       o[4 * i + 2 * h + 1] * totals.inv_sum);
+    }
+    if (warpgroup == 0 && c == 0) *store.lse = totals.lse;
+  }
+#else
+  __trap();  // launched only where the sm_90a code exists (kernel_for)
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+}  // namespace mlakv::cuda::wide_tiles
