@@ -105,9 +105,9 @@ template <class Codec>
 inline constexpr bool kWideTiles = !kDecodesToFragments<Codec> && wide_tiles::kFits<Codec::Spec::kRecordBytes>;
 
 // From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
-// fp8_ds_mla: 0.87-0.89 of the 32-key tiles' time at 128+ blocks, equal at
-// 64); with fewer, rows are split into runs of a few tiles, whose two-tile
-// pipeline fills and drains too often (R = 16: 1.09-1.18 of the time).
+// fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128 blocks, 0.92-1.00
+// at 64); with fewer, rows are split into runs of a few tiles, whose two-tile
+// pipeline fills and drains too often (R = 16: 1.05-1.18 of the time).
 bool wide_tiles_for(std::int64_t rows, std::int64_t heads) { return rows * ((heads + 63) / 64) >= 64; }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
