@@ -14,6 +14,14 @@
 
 namespace mlakv::cuda {
 
+/// The codecs with the fragment decode below (the NVFP4 records): the split-dims
+/// kernel and the 32-key warpgroup kernel decode their keys through it, the
+/// wide-tile kernel takes the others.
+template <class Codec>
+inline constexpr bool kFragmentDecode = requires {
+  &Codec::latent_scale_byte;
+};
+
 /// The factor the latent key fragments carry: the fragment scale where the
 /// integer decode applies, 1 where a per-token outer scale needs the f32 path.
 template <class Codec>

@@ -87,13 +87,6 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // (docs/attention.md).
 enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
-// The codecs with a fragment decode (the NVFP4 records, cuda/key_fragment.cuh);
-// only they instantiate the split-dims kernel.
-template <class Codec>
-inline constexpr bool kDecodesToFragments = requires {
-  &Codec::latent_scale_byte;
-};
-
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
 template <class Codec>
 inline constexpr bool kFitsWarpgroups = warpgroups::kFits<Codec::Spec::kRecordBytes>;
@@ -102,7 +95,7 @@ inline constexpr bool kFitsWarpgroups = warpgroups::kFits<Codec::Spec::kRecordBy
 // FP8 ones, whose keys decode element by element (slower there for the NVFP4
 // records: docs/attention.md).
 template <class Codec>
-inline constexpr bool kWideTiles = !kDecodesToFragments<Codec> && wide_tiles::kFits<Codec::Spec::kRecordBytes>;
+inline constexpr bool kWideTiles = !kFragmentDecode<Codec> && wide_tiles::kFits<Codec::Spec::kRecordBytes>;
 
 // From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
 // fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128 blocks, 0.92-1.00
@@ -621,7 +614,7 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
-  const KernelChoice choice{kDecodesToFragments<Codec>, kFitsWarpgroups<Codec> && warpgroups_run_on(device)};
+  const KernelChoice choice{kFragmentDecode<Codec>, kFitsWarpgroups<Codec> && warpgroups_run_on(device)};
   SplitPlan plan =
       plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
@@ -633,7 +626,7 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
     if (plan.kernel == DecodeKernel::kWarpgroups) return launch_warpgroups<Codec>(p, plan, device, stream);
   }
 #endif
-  if constexpr (kDecodesToFragments<Codec>) {
+  if constexpr (kFragmentDecode<Codec>) {
     if (plan.kernel == DecodeKernel::kSplitDims) {
       return p.heads <= 16 ? launch_split_dims<Codec, 1>(p, plan, device, stream)
                            : launch_split_dims<Codec, 2>(p, plan, device, stream);

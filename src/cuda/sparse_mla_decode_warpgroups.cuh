@@ -63,19 +63,14 @@ struct Storage {
 template <int kRecordBytes>
 inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage<kRecordBytes>)) + 1024;  // + alignment slack
 
-/// NVFP4 records go into the key tile as their fragment decode: each latent
-/// group's 16 dims in the order of codec::fragment_dim (the query's latent
-/// dims are stored in that order too, and the output dims put back), times
-/// kKeyScale, which the scores and the output undo in f32. Other records are
-/// stored as the codec's bf16 decode, in order.
-template <class Codec>
-inline constexpr bool kFragmentKeys = requires {
-  &Codec::latent_scale_byte;
-};
-
+/// NVFP4 records (kFragmentDecode) go into the key tile as their fragment
+/// decode: each latent group's 16 dims in the order of codec::fragment_dim
+/// (the query's latent dims are stored in that order too, and the output dims
+/// put back), times kKeyScale, which the scores and the output undo in f32.
+/// Other records are stored as the codec's bf16 decode, in order.
 template <class Codec>
 inline constexpr float kKeyScale = [] {
-  if constexpr (kFragmentKeys<Codec>) {
+  if constexpr (kFragmentDecode<Codec>) {
     return kLatentKeyScale<Codec>;
   } else {
     return 1.0f;
@@ -142,7 +137,7 @@ __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& 
     const int group = kLanesPerToken * i + j;
     alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
     std::uint32_t rope;
-    if constexpr (kFragmentKeys<Codec>) {
+    if constexpr (kFragmentDecode<Codec>) {
       decode_key_fragment<Codec>(group, record, latent, rope);
     } else {
       codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
@@ -236,7 +231,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       v[0] = __ldg(src);
       v[1] = __ldg(src + 1);
     }
-    if constexpr (kFragmentKeys<Codec>) {
+    if constexpr (kFragmentDecode<Codec>) {
       if (col < kLatentDim) {
         const std::uint32_t in_order[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
         std::uint32_t pairs[8];
@@ -479,7 +474,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < 32; ++i) {
       const float v0 = o[4 * i + 2 * h] * scale;
       const float v1 = o[4 * i + 2 * h + 1] * scale;
-      if constexpr (kFragmentKeys<Codec>) {
+      if constexpr (kFragmentDecode<Codec>) {
         // Columns 2 c, 2 c + 1 of 16 dims hold fragment pair 4 (i % 2) + c: dims
         // 8 (i % 2) + c and + 4. Quad neighbours swap one value to store adjacent pairs:
         // an even lane dims c, c + 1 (its low values), an odd lane c + 3, c + 4 (the high).

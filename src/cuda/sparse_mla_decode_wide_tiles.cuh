@@ -26,6 +26,7 @@
 
 #include "cuda/attention_result.cuh"
 #include "cuda/bulk_copy.cuh"
+#include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_wide_tiles.h"
 #include "cuda/warp.cuh"
 #include "cuda/warpgroup_math.cuh"
@@ -62,13 +63,6 @@ inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage)) + 1024;  /
 
 /// What an entry without a record decodes from (its keys are stored as zeros).
 __device__ const uint4 kZeroRecord[kMaxRecordBytes / 16] = {};
-
-/// The codecs this kernel serves: a record's keys decode element by element
-/// (codec::decode_lane_bf16_bits), not through the NVFP4 fragment decode.
-template <class Codec>
-inline constexpr bool kElementKeys = !requires {
-  &Codec::latent_scale_byte;
-};
 
 /// A decoder warp's share of every tile: tokens first..first + count - 1.
 /// Its lanes hold the slots of `32 / count` tiles at a time (a batch), and
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sparse_mla_decode_wide_tiles_kernel(const params::SparseDecodeParams p, int units_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
-  static_assert(kFits<kRecordBytes> && kElementKeys<Codec>, "records the decoders load as they are");
+  static_assert(kFits<kRecordBytes> && !kFragmentDecode<Codec>, "records decoded element by element");
   static_assert(kTileTokens == 64, "a tile is one unit of the split plan");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);

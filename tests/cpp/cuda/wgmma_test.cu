@@ -2,9 +2,9 @@
 // GPU tests of the warpgroup tensor-core primitives (src/cuda/wgmma.cuh) in
 // the tile layouts the warpgroup decode kernels use: scores = Q x K^T over
 // the swizzled 64 x 576 query and 32 x 576 (warpgroups) or 64 x 576 (wide
-// tiles) key tiles, and P x V with the key tile read MN-major as values. Small integers make every product exact, so
-// the results must equal the host's bit for bit. Skipped without an sm_90
-// device (wgmma is sm_90a code).
+// tiles) key tiles, and P x V with the key tile read MN-major as values.
+// Small integers make every product exact, so the results must equal the
+// host's bit for bit. Skipped without an sm_90 device (wgmma is sm_90a code).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -39,6 +39,8 @@ __device__ void scores_of_tile(float (&s)[kTokens / 2], const Tiles<kTokens>& sh
   if constexpr (kTokens == wide::kTileTokens) {
     static_assert(Tiles<kTokens>::kKeyBlockBytes == wide::kKeyBlockBytes);
     wide::issue_scores(s, sh.q, sh.keys);
+    cuda::wgmma::wait<0>();
+    cuda::wgmma::fence_operands(s);
   } else {
     static_assert(kTokens == wg::kTileTokens && Tiles<kTokens>::kKeyBlockBytes == wg::kKeyBlockBytes);
     float rope[kTokens / 2];
@@ -48,8 +50,6 @@ __device__ void scores_of_tile(float (&s)[kTokens / 2], const Tiles<kTokens>& sh
     cuda::wgmma::fence_operands(rope);
     for (int i = 0; i < kTokens / 2; ++i) s[i] += rope[i];
   }
-  cuda::wgmma::wait<0>();
-  cuda::wgmma::fence_operands(s);
 #else
   (void)s, (void)sh;
 #endif
