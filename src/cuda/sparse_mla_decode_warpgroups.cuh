@@ -312,52 +312,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int buffer = t % kKeys;
       const int probs = t % 2;
       const std::uint32_t phase = static_cast<std::uint32_t>(t / 2) & 1u;
-      // Online softmax of rows r0 (s[4 i], s[4 i + 1]) and r1 (s[4 i + 2], s[4 i + 3]).
-      // valid: bit 8 i + 2 e + h of lane c: token 8 i + 2 c + e (tokens 2 c, 2 c + 1 of each 8).
-      std::uint32_t valid = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const auto pair = *reinterpret_cast<const std::uint16_t*>(&sh.valid[buffer][8 * i + 2 * c]);
-        valid |= static_cast<std::uint32_t>((pair & 1u) | (pair >> 7 & 2u)) << (2 * i);
-      }
-      float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const bool ok = (valid >> (2 * i + e) & 1u) != 0;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float& v = s[4 * i + 2 * h + e];
-            v = ok ? v * score_scale : -INFINITY;
-            tile_max[h] = fmaxf(tile_max[h], v);
-          }
-        }
-      }
+      float tile_max[2];
+      warpgroup_math::mask_scores<4>(s, warpgroup_math::valid_key_bits<4>(sh.valid[buffer], c), score_scale, tile_max);
       float alpha[2];
       std::uint32_t packed[2][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
-        // The reference maximum moves only when the tile's exceeds it by more
-        // than kMaxGrowth, so rescales (which wait for the scores in flight)
-        // stop after the first tiles; weights stay below 2^kMaxGrowth.
-        const bool moves = tile_max[h] > row_max[h] + kMaxGrowth;
-        const float new_max = moves ? tile_max[h] : row_max[h];
-        const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
-        alpha[h] = moves && row_max[h] != -INFINITY ? fast_exp2(row_max[h] - new_max) : 1.0f;
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float p0 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h] - new_max);
-          const float p1 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h + 1] - new_max);
-          sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
-          packed[h][i] = bf16x2_bits(p0, p1);
-        }
-        row_max[h] = new_max;
-        row_sum[h] = row_sum[h] * alpha[h] + sum;
-      }
+      warpgroup_math::softmax_weights<4>(s, tile_max, row_max, row_sum, alpha,
+                                         [&](int h, int i, std::uint32_t bits) { packed[h][i] = bits; });
       bulk_barrier_wait(&sh.probs_empty[probs], phase ^ 1u);  // warpgroup 1 is done with tile t - 2's
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -419,17 +379,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float unused[16];
       run_tile(tiles - 1, false, unused, unused);
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 1);
-      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 2);
-    }
-    if (c == 0) {
-      sh.row_sum[r0] = row_sum[0];
-      sh.row_sum[r1] = row_sum[1];
-      sh.row_max[r0] = row_max[0];
-      sh.row_max[r1] = row_max[1];
-    }
+    warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
     // This warpgroup's half of tile t + kKeys - 1's decode before tile t's

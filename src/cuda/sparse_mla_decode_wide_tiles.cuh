@@ -261,57 +261,21 @@ __global__ void __launch_bounds__(kThreads, 1)
       float s[32];
       bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
       issue_scores(s, sh.q, sh.keys[buffer]);
-      // valid: bit 2 i + e of lane c: token 8 i + 2 c + e (tokens 2 c, 2 c + 1 of each 8).
-      std::uint32_t valid = 0;
-#pragma unroll
-      for (int i = 0; i < kChunks; ++i) {
-        const auto pair = *reinterpret_cast<const std::uint16_t*>(&sh.valid[buffer][8 * i + 2 * c]);
-        valid |= static_cast<std::uint32_t>((pair & 1u) | (pair >> 7 & 2u)) << (2 * i);
-      }
+      const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
       wgmma::wait<0>();
       wgmma::fence_operands(s);
-      // Online softmax of rows r0 (s[4 i], s[4 i + 1]) and r1 (s[4 i + 2], s[4 i + 3]).
-      float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int i = 0; i < kChunks; ++i) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const bool ok = (valid >> (2 * i + e) & 1u) != 0;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float& v = s[4 * i + 2 * h + e];
-            v = ok ? v * score_scale : -INFINITY;
-            tile_max[h] = fmaxf(tile_max[h], v);
-          }
-        }
-      }
+      float tile_max[2];
+      warpgroup_math::mask_scores<kChunks>(s, valid, score_scale, tile_max);
       // The weights go straight to shared memory (no register copy beside
       // the output accumulators) once warpgroup 1 is done with tile t - 1's.
       bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
       float alpha[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
-        // The reference maximum moves only when the tile's exceeds it by more
-        // than kMaxGrowth, so rescales stop after the first tiles; weights
-        // stay below 2^kMaxGrowth.
-        const bool moves = tile_max[h] > row_max[h] + kMaxGrowth;
-        const float new_max = moves ? tile_max[h] : row_max[h];
-        const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
-        alpha[h] = moves && row_max[h] != -INFINITY ? fast_exp2(row_max[h] - new_max) : 1.0f;
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kChunks; ++i) {
-          const float p0 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h] - new_max);
-          const float p1 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h + 1] - new_max);
-          sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
-          *reinterpret_cast<std::uint32_t*>(
-              sh.probs + wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bf16x2_bits(p0, p1);
-        }
-        row_max[h] = new_max;
-        row_sum[h] = row_sum[h] * alpha[h] + sum;
-      }
+      std::uint8_t* const probs = sh.probs;  // captured by value: ptxas then schedules as for the loop inline
+      warpgroup_math::softmax_weights<kChunks>(
+          s, tile_max, row_max, row_sum, alpha, [probs, r0, r1, c](int h, int i, std::uint32_t bits) {
+            *reinterpret_cast<std::uint32_t*>(
+                probs + wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bits;
+          });
       if (c == 0) {
         sh.alpha[r0] = alpha[0];
         sh.alpha[r1] = alpha[1];
@@ -325,17 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
       if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 1);
-      row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 2);
-    }
-    if (c == 0) {
-      sh.row_sum[r0] = row_sum[0];
-      sh.row_sum[r1] = row_sum[1];
-      sh.row_max[r0] = row_max[0];
-      sh.row_max[r1] = row_max[1];
-    }
+    warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
     // This warpgroup's part of tile t + 1's decode before tile t's P x V: the

@@ -7,6 +7,7 @@
 
 #include <cuda_bf16.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "cuda/wgmma.cuh"
@@ -72,6 +73,92 @@ __device__ __forceinline__ void rescale(float (&o)[128], float alpha0, float alp
     o[4 * i + 1] *= alpha0;
     o[4 * i + 2] *= alpha1;
     o[4 * i + 3] *= alpha1;
+  }
+}
+
+/// The score columns a thread of a 64-row accumulator holds that have a
+/// record, for quad lane c: bit 2 i + e is key 8 i + 2 c + e (keys 2 c, 2 c + 1
+/// of each of the tile's kChunks 8-key chunks); `valid` holds a byte a key.
+template <int kChunks>
+__device__ __forceinline__ std::uint32_t valid_key_bits(const std::uint8_t* valid, int c) {
+  std::uint32_t bits = 0;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const auto pair = *reinterpret_cast<const std::uint16_t*>(&valid[8 * i + 2 * c]);
+    bits |= static_cast<std::uint32_t>((pair & 1u) | (pair >> 7 & 2u)) << (2 * i);
+  }
+  return bits;
+}
+
+/// A tile's scores of a thread's rows r0 (s[4 i], s[4 i + 1]) and r1
+/// (s[4 i + 2], s[4 i + 3]) into the log2 domain, -inf where the key has no
+/// record; tile_max: each row's maximum over the thread's columns.
+template <int kChunks>
+__device__ __forceinline__ void mask_scores(float (&s)[4 * kChunks], std::uint32_t valid, float score_scale,
+                                            float (&tile_max)[2]) {
+  tile_max[0] = -INFINITY;
+  tile_max[1] = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const bool ok = (valid >> (2 * i + e) & 1u) != 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float& v = s[4 * i + 2 * h + e];
+        v = ok ? v * score_scale : -INFINITY;
+        tile_max[h] = fmaxf(tile_max[h], v);
+      }
+    }
+  }
+}
+
+/// The online softmax step of those rows for the masked tile: each row's
+/// reference maximum and sum updated, its rescale factor for the output into
+/// alpha, and the tile's weights handed to weights(h, i, bf16 pair bits) for
+/// row h's chunk i.
+template <int kChunks, class Weights>
+__device__ __forceinline__ void softmax_weights(const float (&s)[4 * kChunks], float (&tile_max)[2],
+                                                float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2],
+                                                Weights&& weights) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
+    tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
+    // The reference maximum moves only when the tile's exceeds it by more
+    // than kMaxGrowth, so rescales stop after the first tiles; weights stay
+    // below 2^kMaxGrowth.
+    const bool moves = tile_max[h] > row_max[h] + kMaxGrowth;
+    const float new_max = moves ? tile_max[h] : row_max[h];
+    const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
+    alpha[h] = moves && row_max[h] != -INFINITY ? fast_exp2(row_max[h] - new_max) : 1.0f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) {
+      const float p0 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h] - new_max);
+      const float p1 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h + 1] - new_max);
+      sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
+      weights(h, i, bf16x2_bits(p0, p1));
+    }
+    row_max[h] = new_max;
+    row_sum[h] = row_sum[h] * alpha[h] + sum;
+  }
+}
+
+/// Rows r0 and r1's softmax totals for the epilogue: each row's sum over the
+/// quad's columns and its reference maximum, stored once a row (quad lane 0).
+__device__ __forceinline__ void publish_row_totals(float (&row_sum)[2], const float (&row_max)[2], float* sums,
+                                                   float* maxima, int r0, int r1, int c) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 1);
+    row_sum[h] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[h], 2);
+  }
+  if (c == 0) {
+    sums[r0] = row_sum[0];
+    sums[r1] = row_sum[1];
+    maxima[r0] = row_max[0];
+    maxima[r1] = row_max[1];
   }
 }
 
