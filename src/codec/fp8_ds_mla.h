@@ -68,14 +68,13 @@ struct CodecFp8DsMla {
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
     const float ts =
         load_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)));
-    std::uint8_t latent[kLatentPerLane];
-    load_aligned<kLatentPerLane>(latent, record + Spec::kLatent.offset + lane * kLatentPerLane);
+    std::uint32_t codes[kLatentPerLane / 4];  // 4 codes a word, the first in the low byte
+    load_aligned<kLatentPerLane>(reinterpret_cast<std::uint8_t*>(codes),
+                                 record + Spec::kLatent.offset + lane * kLatentPerLane);
     MLAKV_UNROLL
     for (int i = 0; i < kLatentPerLane; i += 2) {
-      const float2 v = decode_e4m3x2(static_cast<std::uint16_t>(latent[i] | latent[i + 1] << 8));
-      const std::uint32_t bits = encode_bf16x2(v.x * ts, v.y * ts);
-      kv_c[i] = static_cast<std::uint16_t>(bits);
-      kv_c[i + 1] = static_cast<std::uint16_t>(bits >> 16);
+      const float2 v = decode_e4m3x2(static_cast<std::uint16_t>(codes[i / 4] >> (8 * (i % 4))));
+      store_pair_bits(kv_c + i, encode_bf16x2(v.x * ts, v.y * ts));
     }
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {

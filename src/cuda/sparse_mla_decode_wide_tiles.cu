@@ -9,27 +9,40 @@ namespace mlakv::cuda::wide_tiles {
 namespace {
 
 // The kernel's shared storage exceeds the default 48 KiB: opt in once per device.
-template <class Codec, bool kPartial>
+template <class Codec, bool kPartial, bool kCrossover>
 cudaError_t allow_shared_storage(int device) {
   static PerDevice allowed;
   cudaError_t status = cudaSuccess;
   allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(sparse_mla_decode_wide_tiles_kernel<Codec, kPartial>,
+    status = cudaFuncSetAttribute(sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     return status == cudaSuccess ? 1 : 0;
   });
   return status;
 }
 
-template <class Codec, bool kPartial>
+template <class Codec, bool kPartial, bool kCrossover>
 cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                           cudaStream_t stream) {
   static_assert(kSharedBytes <= kSharedLimit, "one block fits an SM");
-  if (const cudaError_t status = allow_shared_storage<Codec, kPartial>(device); status != cudaSuccess) return status;
+  if (const cudaError_t status = allow_shared_storage<Codec, kPartial, kCrossover>(device); status != cudaSuccess) {
+    return status;
+  }
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
-  const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
-  sparse_mla_decode_wide_tiles_kernel<Codec, kPartial><<<grid, kThreads, kSharedBytes, stream>>>(p, units_per_split);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kSharedBytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = kCrossover ? 2 : 1;  // a row's blocks pair up: blocks_per_row is even
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover>, p,
+                            units_per_split);
 }
 
 }  // namespace
@@ -37,8 +50,13 @@ cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int u
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream) {
-  return splits == 1 ? launch_kernel<Codec, false>(p, splits, units_per_split, device, stream)
-                     : launch_kernel<Codec, true>(p, splits, units_per_split, device, stream);
+  const bool crossover = (p.heads + kHeads - 1) / kHeads % 2 == 0;
+  if (crossover) {
+    return splits == 1 ? launch_kernel<Codec, false, true>(p, splits, units_per_split, device, stream)
+                       : launch_kernel<Codec, true, true>(p, splits, units_per_split, device, stream);
+  }
+  return splits == 1 ? launch_kernel<Codec, false, false>(p, splits, units_per_split, device, stream)
+                     : launch_kernel<Codec, true, false>(p, splits, units_per_split, device, stream);
 }
 
 template cudaError_t launch<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);

@@ -26,6 +26,7 @@
 
 #include "cuda/attention_result.cuh"
 #include "cuda/bulk_copy.cuh"
+#include "cuda/cluster.cuh"
 #include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_wide_tiles.h"
 #include "cuda/warp.cuh"
@@ -53,16 +54,28 @@ struct Storage {
   float row_sum[kHeads];
   float row_max[kHeads];                                     // log2 domain
   alignas(16) std::uint8_t valid[kKeyBuffers][kTileTokens];  // token t of the key tile has a record
-  std::uint64_t keys_full[kKeyBuffers];                      // 8 decoder warp arrivals: the tile is decoded
-  std::uint64_t keys_empty[kKeyBuffers];                     // 8 math warp arrivals: both products read it
-  std::uint64_t probs_full;                                  // 4 arrivals of warpgroup 0: P and alpha are in
-  std::uint64_t probs_empty;                                 // 4 arrivals of warpgroup 1: its P x V read them
+  // 8 decoder warp arrivals: the tile is decoded (with crossover, each
+  // expecting the bytes its counterpart in the peer block stores here).
+  std::uint64_t keys_full[kKeyBuffers];
+  // 8 math warp arrivals: both products read it (16 with crossover: the peer's too).
+  std::uint64_t keys_empty[kKeyBuffers];
+  std::uint64_t probs_full;   // 4 arrivals of warpgroup 0: P and alpha are in
+  std::uint64_t probs_empty;  // 4 arrivals of warpgroup 1: its P x V read them
 };
 
 inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage)) + 1024;  // + alignment slack
 
 /// What an entry without a record decodes from (its keys are stored as zeros).
 __device__ const uint4 kZeroRecord[kMaxRecordBytes / 16] = {};
+
+/// Where a crossover decoder stores its tile's records a second time: the
+/// peer block's key tile and valid flags, and the barrier those stores
+/// complete on (shared::cluster addresses of the same buffer).
+struct PeerTile {
+  std::uint32_t keys;
+  std::uint32_t valid;
+  std::uint32_t full;
+};
 
 /// A decoder warp's share of every tile: tokens first..first + count - 1.
 /// Its lanes hold the slots of `32 / count` tiles at a time (a batch), and
@@ -100,10 +113,12 @@ __device__ __forceinline__ void prefetch_record(const std::uint8_t* record, int 
 /// 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of its token's
 /// `record`, so that the 32 lanes' 16-byte stores spread evenly over the
 /// swizzle's 8 chunk columns (4 stores each: the fewest for 512 bytes). A lane
-/// whose token has no record decodes the zero record and stores zeros.
-template <class Codec>
-__device__ __forceinline__ void decode_round(std::uint8_t* keys, const codec::DecodeParams& params,
-                                             const std::uint8_t* record, bool valid, int row, int lane) {
+/// whose token has no record decodes the zero record and stores zeros. With
+/// crossover every store also goes to the peer's tile.
+template <class Codec, bool kCrossover>
+__device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile& peer,
+                                             const codec::DecodeParams& params, const std::uint8_t* record, bool valid,
+                                             int row, int lane) {
   constexpr int kLanesPerToken = kWarpSize / kRoundTokens;
   constexpr int kSteps = codec::kLanes / kLanesPerToken;
   const int j = lane % kLanesPerToken;
@@ -116,12 +131,20 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const codec::De
                                         reinterpret_cast<std::uint16_t*>(&rope));
     const uint4 zero = make_uint4(0, 0, 0, 0);
     const int col = codec::kLatentPerLane * group;
-    *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col, kKeyBlockBytes)) =
-        valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;
-    *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes)) =
-        valid ? reinterpret_cast<const uint4*>(latent)[1] : zero;
-    *reinterpret_cast<std::uint32_t*>(keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group,
-                                                                    kKeyBlockBytes)) = valid ? rope : 0u;
+    const int at[3] = {wgmma::swizzled_offset(row, col, kKeyBlockBytes),
+                       wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes),
+                       wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group, kKeyBlockBytes)};
+    const uint4 low = valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;
+    const uint4 high = valid ? reinterpret_cast<const uint4*>(latent)[1] : zero;
+    const std::uint32_t pair = valid ? rope : 0u;
+    *reinterpret_cast<uint4*>(keys + at[0]) = low;
+    *reinterpret_cast<uint4*>(keys + at[1]) = high;
+    *reinterpret_cast<std::uint32_t*>(keys + at[2]) = pair;
+    if constexpr (kCrossover) {
+      cluster::store_async(peer.keys + at[0], low, peer.full);
+      cluster::store_async(peer.keys + at[1], high, peer.full);
+      cluster::store_async(peer.keys + at[2], pair, peer.full);
+    }
   }
 }
 
@@ -141,7 +164,7 @@ __device__ __forceinline__ void issue_scores(float (&scores)[32], const std::uin
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <class Codec, bool kPartial>
+template <class Codec, bool kPartial, bool kCrossover>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_mla_decode_wide_tiles_kernel(const params::SparseDecodeParams p, int units_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -159,11 +182,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   const BlockRange block = block_range<kHeads>(p, units_per_split);
   const auto [row, head0, split, begin, end] = block;
   const int tiles = block.tiles<kTileTokens>();
+  constexpr int kValueTokens = kValueWarpTokens<kCrossover>;
+  constexpr int kDecoderTokens = kDecoderWarpTokens<kCrossover>;
+  constexpr int kDecoderWarps = kValueTokens > 0 ? 8 : 4;  // warpgroup 2's, and warpgroup 1's if they decode
+  // With crossover, block `rank` of the cluster decodes tokens 32 rank.. of each tile.
+  const std::uint32_t rank = kCrossover ? cluster::rank() : 0u;
+  const std::uint32_t peer = rank ^ 1u;
 
   if (tid == 0) {
     for (int b = 0; b < kKeyBuffers; ++b) {
-      barrier_init(&sh.keys_full[b], 8);   // one arrival per decoder warp
-      barrier_init(&sh.keys_empty[b], 8);  // one per math warp
+      barrier_init(&sh.keys_full[b], kDecoderWarps);         // one arrival per decoder warp
+      barrier_init(&sh.keys_empty[b], kCrossover ? 16 : 8);  // one per math warp (of both blocks)
     }
     barrier_init(&sh.probs_full, 4);
     barrier_init(&sh.probs_empty, 4);
@@ -183,11 +212,28 @@ __global__ void __launch_bounds__(kThreads, 1)
     *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v;
   }
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
-  __syncthreads();
+  if constexpr (kCrossover) {
+    cluster::sync();  // both blocks' barriers are initialized before either stores into the other
+  } else {
+    __syncthreads();
+  }
+  // A math warp's release of a key tile (lane 0, after the warp's reads).
+  const auto release_keys = [&](int buffer) {
+    barrier_arrive(&sh.keys_empty[buffer]);
+    if constexpr (kCrossover) cluster::arrive(cluster::peer_address(&sh.keys_empty[buffer], peer));
+  };
+  // Waits for a decoded key tile. With crossover, the peer's stores into it
+  // (st.async, completing on keys_full) are ordinary-proxy writes: the proxy
+  // fence orders them before the wgmma's reads.
+  const auto wait_keys_full = [&](int buffer, std::uint32_t parity) {
+    bulk_barrier_wait(&sh.keys_full[buffer], parity);
+    if constexpr (kCrossover) bulk_copy_fence();
+  };
 
-  // The decoders: warpgroup 1's warp w decodes tokens kValueWarpTokens w..
-  // of each tile, warpgroup 2's warp w the kDecoderWarpTokens from
-  // 4 kValueWarpTokens + kDecoderWarpTokens w.
+  // The decoders: warpgroup 1's warp w decodes kValueWarpTokens tokens from
+  // 32 rank + kValueWarpTokens w of each tile, warpgroup 2's warp w the
+  // kDecoderWarpTokens from 32 rank + 4 kValueWarpTokens + kDecoderWarpTokens w.
+  const int first_token = static_cast<int>(rank) * kBlockTokens<kCrossover>;
   codec::DecodeParams params = p.decode;
   if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   const auto start_decoder = [&](DecoderShare& d) {
@@ -198,8 +244,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       prefetch_record(params::record_address(p.cache, slot), kRecordBytes);
     }
   };
-  // Decodes a decoder warp's tokens of tile t into its key tile, having asked
-  // L2 for its records of tile t + 1.
+  // Decodes a decoder warp's tokens of tile t into its key tile (and the
+  // peer's), having asked L2 for its records of tile t + 1.
   const auto decode = [&](DecoderShare& d, int t) {
     const int buffer = t % kKeyBuffers;
     const int batch_tiles = d.batch_tiles();
@@ -216,27 +262,53 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int first_lane = (t % batch_tiles) * d.count;  // this tile's lanes of the batch
     const std::int64_t mine = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + lane % d.count);
+    PeerTile to_peer{};
+    if constexpr (kCrossover) {
+      to_peer = {cluster::peer_address(sh.keys[buffer], peer), cluster::peer_address(sh.valid[buffer], peer),
+                 cluster::peer_address(&sh.keys_full[buffer], peer)};
+    }
     bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u);
-#pragma unroll 1  // one round's decode in flight at a time: warpgroup 1 holds its output beside it
-    for (int r = 0; r < d.count / kRoundTokens; ++r) {
+    const auto round = [&](int r) {
       const int token = kRoundTokens * r + lane / (kWarpSize / kRoundTokens);
       const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + token);
       const bool valid = params::slot_in_range(p.cache, slot);
       const std::uint8_t* record =
           valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord);
-      decode_round<Codec>(sh.keys[buffer], params, record, valid, d.first + token, lane);
+      decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, params, record, valid, d.first + token, lane);
+    };
+    if constexpr (kValueTokens == 0) {
+#pragma unroll  // warpgroup 2 alone: every round's loads in flight at once
+      for (int r = 0; r < kDecoderTokens / kRoundTokens; ++r) round(r);
+    } else {
+#pragma unroll 1  // one round's decode in flight at a time: warpgroup 1 holds its output beside it
+      for (int r = 0; r < d.count / kRoundTokens; ++r) round(r);
     }
-    if (lane < d.count) sh.valid[buffer][d.first + lane] = params::slot_in_range(p.cache, mine) ? 1 : 0;
+    // The valid flags, a word of 4 tokens' bytes a lane.
+    const std::uint32_t has = __ballot_sync(0xFFFFFFFFu, lane < d.count && params::slot_in_range(p.cache, mine));
+    if (lane < d.count / 4) {
+      const std::uint32_t bits = has >> (4 * lane) & 0xFu;
+      const std::uint32_t word = (bits & 1u) | (bits & 2u) << 7 | (bits & 4u) << 14 | (bits & 8u) << 21;
+      *reinterpret_cast<std::uint32_t*>(&sh.valid[buffer][d.first + 4 * lane]) = word;
+      if constexpr (kCrossover) cluster::store_async(to_peer.valid + d.first + 4 * lane, word, to_peer.full);
+    }
     bulk_copy_fence();  // the key tile's stores before the wgmma read them
     __syncwarp();       // every lane's stores (and their fences) come before lane 0 publishes the tile
-    if (lane == 0) barrier_arrive(&sh.keys_full[buffer]);
+    if (lane == 0) {
+      if constexpr (kCrossover) {
+        // The counterpart warp of the peer stores as many bytes here.
+        bulk_barrier_expect(&sh.keys_full[buffer], static_cast<std::uint32_t>(d.count * (kKeyRowBytes + 1)));
+      } else {
+        barrier_arrive(&sh.keys_full[buffer]);
+      }
+    }
   };
   if (warpgroup == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-    DecoderShare d{4 * kValueWarpTokens + kDecoderWarpTokens * warp, kDecoderWarpTokens};
+    DecoderShare d{first_token + 4 * kValueTokens + kDecoderTokens * warp, kDecoderTokens};
     start_decoder(d);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) decode(d, t);
+    if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals
     return;
   }
 
@@ -259,7 +331,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int buffer = t % kKeyBuffers;
       const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
       float s[32];
-      bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+      wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
       issue_scores(s, sh.q, sh.keys[buffer]);
       const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
       wgmma::wait<0>();
@@ -287,22 +359,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
       warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
       __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
-      if (lane == 0) barrier_arrive(&sh.keys_empty[buffer]);
+      if (lane == 0) release_keys(buffer);
     }
     warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
     // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
     // key tile it fills was released by both P x V of tile t - 1.
-    DecoderShare d{kValueWarpTokens * warp, kValueWarpTokens};
-    start_decoder(d);
-    if (tiles > 0) decode(d, 0);
+    DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
+    if constexpr (kValueTokens > 0) {
+      start_decoder(d);
+      if (tiles > 0) decode(d, 0);
+    }
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
-      if (t + 1 < tiles) decode(d, t + 1);
+      if constexpr (kValueTokens > 0) {
+        if (t + 1 < tiles) decode(d, t + 1);
+      }
       const int buffer = t % kKeyBuffers;
       const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
-      bulk_barrier_wait(&sh.keys_full[buffer], static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+      wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
       bulk_barrier_wait(&sh.probs_full, phase);
       const float alpha0 = sh.alpha[r0];
       const float alpha1 = sh.alpha[r1];
@@ -310,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
       __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
       if (lane == 0) {
-        barrier_arrive(&sh.keys_empty[buffer]);
+        release_keys(buffer);
         barrier_arrive(&sh.probs_empty);
       }
     }
@@ -332,6 +408,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (warpgroup == 0 && c == 0) *store.lse = totals.lse;
   }
+  if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -28,14 +28,33 @@ inline constexpr int kKeyBuffers = 2;                        // key tiles: one d
 inline constexpr int kMaxRecordBytes = 656;                  // the widest record the kernel reads (fp8_ds_mla)
 inline constexpr int kRoundTokens = 4;                       // records a decoder warp decodes at once (8 lanes each)
 
+// Crossover: at 128 heads a row's two blocks of 64 heads form a cluster and
+// each decodes half of every tile into both blocks' key tiles (stores to the
+// peer's shared memory that complete on its barrier), halving the decode a
+// block does for the same products.
+inline constexpr int kKeyRowBytes = kQueryDim * 2;  // a decoded key: 576 bf16
+
+/// Records of a tile one block decodes.
+template <bool kCrossover>
+inline constexpr int kBlockTokens = kCrossover ? kTileTokens / 2 : kTileTokens;
+
 // Records of a tile each decoder warp decodes: warpgroup 1's warps fewer, as
 // they also multiply P x V between their decodes (a tile waits for its
-// slowest decoder; 4 + 12 measured fastest, docs/kernel_history.md).
-inline constexpr int kValueWarpTokens = 4;
-inline constexpr int kDecoderWarpTokens = (kTileTokens - 4 * kValueWarpTokens) / 4;
-static_assert(kValueWarpTokens > 0 && kValueWarpTokens % kRoundTokens == 0 && kDecoderWarpTokens % kRoundTokens == 0 &&
-                  4 * (kValueWarpTokens + kDecoderWarpTokens) == kTileTokens && kDecoderWarpTokens <= 16,
-              "whole rounds; a tile's records");
+// slowest decoder). Without crossover 4 + 12 measured fastest; with it,
+// warpgroup 2 alone, 8 records a warp (docs/kernel_history.md).
+template <bool kCrossover>
+inline constexpr int kValueWarpTokens = kCrossover ? 0 : 4;
+template <bool kCrossover>
+inline constexpr int kDecoderWarpTokens = (kBlockTokens<kCrossover> - 4 * kValueWarpTokens<kCrossover>) / 4;
+
+template <bool kCrossover>
+constexpr bool shares_fit() {
+  constexpr int value = kValueWarpTokens<kCrossover>;
+  constexpr int decoder = kDecoderWarpTokens<kCrossover>;
+  return value >= 0 && value % kRoundTokens == 0 && decoder > 0 && decoder % kRoundTokens == 0 &&
+         4 * (value + decoder) == kBlockTokens<kCrossover> && decoder <= 16 && value <= 16;
+}
+static_assert(shares_fit<false>() && shares_fit<true>(), "whole rounds; a tile's records");
 
 /// The records the kernel reads: loaded straight from global memory by the
 /// decoders (16-byte multiples, no wider than fp8_ds_mla's).
@@ -44,7 +63,8 @@ inline constexpr bool kFits = kRecordBytes % 16 == 0 && kRecordBytes <= kMaxReco
 
 /// Launches the decode of `p` over grid (blocks of 64 heads per row, splits),
 /// each split walking units_per_split units of 64 entries; with more than one
-/// split it writes the workspace partials the merge kernel combines.
+/// split it writes the workspace partials the merge kernel combines. Rows of
+/// an even number of 64-head blocks run in clusters of two (crossover).
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream);

@@ -12,6 +12,7 @@
 
 #include "codec/element.h"
 #include "codec/fp8_ds_mla.h"
+#include "codec/fp8_e4m3.h"
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "cuda_support.h"
@@ -553,6 +554,39 @@ __global__ void count_fp8_ds_mla_pair_decode_mismatches(unsigned long long* mism
   count_checked(checked, 2);
 }
 
+// fp8_e4m3's paired decode on the GPU equals encode_bf16 of the scalar decode
+// for every pair of codes in every latent and RoPE position and a spread of
+// k_scale values (NaN and infinity included).
+__global__ void count_fp8_e4m3_pair_decode_mismatches(unsigned long long* mismatches, unsigned long long* checked) {
+  using mlakv::codec::CodecFp8E4m3;
+  using Spec = CodecFp8E4m3::Spec;
+  const float scales[] = {1.0f, 0.5f, 0.0123f, 3.0e-30f, 7.5e30f, FLT_MIN, INFINITY, NAN};
+  alignas(16) std::uint8_t record[Spec::kRecordBytes] = {};
+  constexpr int kLane = 5;  // any lane: its codes sit at lane-dependent offsets
+  for (int i = 0; i < mlakv::codec::kLatentPerLane; i += 2) {
+    record[Spec::kLatent.offset + kLane * mlakv::codec::kLatentPerLane + i] = static_cast<std::uint8_t>(blockIdx.x);
+    record[Spec::kLatent.offset + kLane * mlakv::codec::kLatentPerLane + i + 1] =
+        static_cast<std::uint8_t>(threadIdx.x);
+  }
+  record[Spec::kRope.offset + kLane * mlakv::codec::kRopePerLane] = static_cast<std::uint8_t>(blockIdx.x);
+  record[Spec::kRope.offset + kLane * mlakv::codec::kRopePerLane + 1] = static_cast<std::uint8_t>(threadIdx.x);
+  mlakv::codec::DecodeParams params{};
+  params.k_scale = scales[blockIdx.y];
+  float kv[mlakv::codec::kLatentPerLane];
+  float pe[mlakv::codec::kRopePerLane];
+  CodecFp8E4m3::decode_lane(kLane, record, params, kv, pe);
+  std::uint16_t got[mlakv::codec::kLatentPerLane];
+  std::uint16_t got_pe[mlakv::codec::kRopePerLane];
+  CodecFp8E4m3::decode_lane_bf16(kLane, record, params, got, got_pe);
+  for (int i = 0; i < mlakv::codec::kLatentPerLane; ++i) {
+    if (got[i] != mlakv::codec::encode_bf16(kv[i])) atomicAdd(mismatches, 1ull);
+  }
+  for (int i = 0; i < mlakv::codec::kRopePerLane; ++i) {
+    if (got_pe[i] != mlakv::codec::encode_bf16(pe[i])) atomicAdd(mismatches, 1ull);
+  }
+  count_checked(checked, mlakv::codec::kLatentPerLane + mlakv::codec::kRopePerLane);
+}
+
 TEST(cuda_e4m3, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code_pair) {
   MLAKV_REQUIRE_GPU();
   DeviceBuffer mismatches(sizeof(unsigned long long)), checked(sizeof(unsigned long long));
@@ -563,6 +597,18 @@ TEST(cuda_e4m3, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
   EXPECT_EQ(checked.download<unsigned long long>()[0], 256ull * 256 * 8 * 2);  // code pairs x scales x halves
+}
+
+TEST(cuda_e4m3, paired_fp8_e4m3_decode_equals_the_scalar_decode_for_every_code_pair) {
+  MLAKV_REQUIRE_GPU();
+  DeviceBuffer mismatches(sizeof(unsigned long long)), checked(sizeof(unsigned long long));
+  cudaMemset(mismatches.get(), 0, mismatches.bytes());
+  cudaMemset(checked.get(), 0, checked.bytes());
+  count_fp8_e4m3_pair_decode_mismatches<<<dim3(256, 8), 256>>>(mismatches.get<unsigned long long>(),
+                                                               checked.get<unsigned long long>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
+  EXPECT_EQ(checked.download<unsigned long long>()[0], 256ull * 256 * 8 * 18);  // code pairs x scales x values
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Thread-block-cluster primitives (sm_90 PTX): a block's view of its peer's
+// shared memory and barriers (shared::cluster addresses), stores that
+// complete on the peer's barrier, and the cluster-wide barrier. The decode
+// kernels use them to share decoded key tiles between the two blocks of a
+// cluster, which read the same records for different heads.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/shared_address.cuh"
+
+namespace mlakv::cuda::cluster {
+
+/// This block's rank within its cluster.
+__device__ __forceinline__ std::uint32_t rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+/// The shared::cluster address of `local`'s counterpart in block `block` of
+/// the cluster (blocks of one kernel lay out their shared memory alike).
+__device__ __forceinline__ std::uint32_t peer_address(const void* local, std::uint32_t block) {
+  std::uint32_t address;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(address) : "r"(shared_address(local)), "r"(block));
+  return address;
+}
+
+/// Every thread of the cluster arrives (release) and waits for all (acquire):
+/// the peers' barriers are initialized before any remote use, and no block
+/// leaves while a peer may still arrive on its barriers.
+__device__ __forceinline__ void sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;\n" ::
+          : "memory");
+}
+
+/// Stores 16 bytes at `address` (shared::cluster, 16-byte aligned), counted
+/// as 16 transaction bytes on `barrier` (an mbarrier in the same block).
+__device__ __forceinline__ void store_async(std::uint32_t address, uint4 v, std::uint32_t barrier) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(address),
+      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(barrier)
+      : "memory");
+}
+
+/// The same for 4 bytes.
+__device__ __forceinline__ void store_async(std::uint32_t address, std::uint32_t v, std::uint32_t barrier) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(address), "r"(v),
+               "r"(barrier)
+               : "memory");
+}
+
+/// One arrival on a peer block's mbarrier. Release at CTA scope, as for a
+/// local arrival: what it orders before the peer's waiters is this thread's
+/// completed wgmma reads of the peer's tile copy (waited for), and shared
+/// memory is not held in the L1 that a cluster-scope fence would flush
+/// (a cluster-scope release and acquire cost a membar and an L1
+/// invalidation a wait: ncu counted 1.3 million of those on one launch).
+__device__ __forceinline__ void arrive(std::uint32_t barrier) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+}
+
+}  // namespace mlakv::cuda::cluster
