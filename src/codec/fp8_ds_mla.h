@@ -14,6 +14,10 @@ struct CodecFp8DsMla {
   using Spec = format::FormatFp8DsMla;
   static constexpr int kLatentAmaxLanes = format::kFp8TileSize / kLatentPerLane;  // 8 lanes per tile
   static constexpr bool kRopeAmax = false;
+  /// A record of zero bytes decodes to +0 in every value whatever the decode
+  /// parameters (zero codes times a zero tile scale, zero RoPE bits), so a
+  /// kernel may store its decode for an entry that has no record.
+  static constexpr bool kZeroRecordDecodesToZero = true;
 
   /// ts = max(amax / 448, FLT_MIN): never zero, so a zero tile divides cleanly.
   /// The GPU divides by a product and a residual step, the same quotient for

@@ -68,6 +68,13 @@ inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage)) + 1024;  /
 /// What an entry without a record decodes from (its keys are stored as zeros).
 __device__ const uint4 kZeroRecord[kMaxRecordBytes / 16] = {};
 
+/// Whether the codec's decode of kZeroRecord is already all zeros (for any
+/// decode parameters), so the decoders store it without selecting zeros.
+template <class Codec>
+inline constexpr bool kZeroRecordDecodesToZero = requires {
+  requires Codec::kZeroRecordDecodesToZero;
+};
+
 /// Where a crossover decoder stores its tile's records a second time: the
 /// peer block's key tile and valid flags, and the barrier those stores
 /// complete on (shared::cluster addresses of the same buffer).
@@ -134,9 +141,11 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
     const int at[3] = {wgmma::swizzled_offset(row, col, kKeyBlockBytes),
                        wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes),
                        wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group, kKeyBlockBytes)};
-    const uint4 low = valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;
-    const uint4 high = valid ? reinterpret_cast<const uint4*>(latent)[1] : zero;
-    const std::uint32_t pair = valid ? rope : 0u;
+    // The zero record's decode is the zeros to store, or else is replaced by them.
+    constexpr bool kDecoded = kZeroRecordDecodesToZero<Codec>;
+    const uint4 low = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[0] : zero;
+    const uint4 high = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[1] : zero;
+    const std::uint32_t pair = valid || kDecoded ? rope : 0u;
     *reinterpret_cast<uint4*>(keys + at[0]) = low;
     *reinterpret_cast<uint4*>(keys + at[1]) = high;
     *reinterpret_cast<std::uint32_t*>(keys + at[2]) = pair;

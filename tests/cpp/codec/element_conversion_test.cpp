@@ -423,6 +423,24 @@ void expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(float scale) {
 
 }  // namespace
 
+TEST(element_conversion, fp8_ds_mla_zero_record_decodes_to_zero_bits_for_either_rope_dtype) {
+  using mlakv::codec::CodecFp8DsMla;
+  static_assert(CodecFp8DsMla::kZeroRecordDecodesToZero);
+  const std::vector<std::uint8_t> record(CodecFp8DsMla::Spec::kRecordBytes, 0);
+  for (const InputDtype rope : {InputDtype::kBf16, InputDtype::kFp16}) {
+    mlakv::codec::DecodeParams params{};
+    params.rope_dtype = rope;
+    params.k_scale = -3.0f;  // not read by this codec: the claim holds whatever the parameters
+    for (int lane = 0; lane < mlakv::codec::kLanes; ++lane) {
+      std::uint16_t kv[mlakv::codec::kLatentPerLane];
+      std::uint16_t pe[mlakv::codec::kRopePerLane];
+      mlakv::codec::decode_lane_bf16_bits<CodecFp8DsMla>(lane, record.data(), params, kv, pe);
+      for (const std::uint16_t bits : kv) EXPECT_EQ(bits, 0u) << "lane " << lane;
+      for (const std::uint16_t bits : pe) EXPECT_EQ(bits, 0u) << "lane " << lane;
+    }
+  }
+}
+
 TEST(element_conversion, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code) {
   for (const float scale : {1.0f, 1.0f / 448.0f, 0.0123f, 3.0e-30f, 7.5e30f, FLT_MIN, INFINITY, NAN}) {
     expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(scale);
