@@ -587,28 +587,26 @@ __global__ void count_fp8_e4m3_pair_decode_mismatches(unsigned long long* mismat
   count_checked(checked, mlakv::codec::kLatentPerLane + mlakv::codec::kRopePerLane);
 }
 
-TEST(cuda_e4m3, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code_pair) {
-  MLAKV_REQUIRE_GPU();
+// Runs a pair-decode proof kernel over every code pair (grid.x, block) and its
+// 8 scales (grid.y), and expects `values` comparisons a thread, none failing.
+void expect_pair_decode_proof(void (*proof)(unsigned long long*, unsigned long long*), unsigned long long values) {
   DeviceBuffer mismatches(sizeof(unsigned long long)), checked(sizeof(unsigned long long));
   cudaMemset(mismatches.get(), 0, mismatches.bytes());
   cudaMemset(checked.get(), 0, checked.bytes());
-  count_fp8_ds_mla_pair_decode_mismatches<<<dim3(256, 8), 256>>>(mismatches.get<unsigned long long>(),
-                                                                 checked.get<unsigned long long>());
+  proof<<<dim3(256, 8), 256>>>(mismatches.get<unsigned long long>(), checked.get<unsigned long long>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
-  EXPECT_EQ(checked.download<unsigned long long>()[0], 256ull * 256 * 8 * 2);  // code pairs x scales x halves
+  EXPECT_EQ(checked.download<unsigned long long>()[0], 256ull * 256 * 8 * values);  // code pairs x scales x values
+}
+
+TEST(cuda_e4m3, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code_pair) {
+  MLAKV_REQUIRE_GPU();
+  expect_pair_decode_proof(count_fp8_ds_mla_pair_decode_mismatches, 2);
 }
 
 TEST(cuda_e4m3, paired_fp8_e4m3_decode_equals_the_scalar_decode_for_every_code_pair) {
   MLAKV_REQUIRE_GPU();
-  DeviceBuffer mismatches(sizeof(unsigned long long)), checked(sizeof(unsigned long long));
-  cudaMemset(mismatches.get(), 0, mismatches.bytes());
-  cudaMemset(checked.get(), 0, checked.bytes());
-  count_fp8_e4m3_pair_decode_mismatches<<<dim3(256, 8), 256>>>(mismatches.get<unsigned long long>(),
-                                                               checked.get<unsigned long long>());
-  MLAKV_CUDA_OK(cudaDeviceSynchronize());
-  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0u);
-  EXPECT_EQ(checked.download<unsigned long long>()[0], 256ull * 256 * 8 * 18);  // code pairs x scales x values
+  expect_pair_decode_proof(count_fp8_e4m3_pair_decode_mismatches, 18);
 }
 
 }  // namespace
