@@ -13,8 +13,8 @@
 
 #include "cuda/attention_result.cuh"
 #include "cuda/cuda_backend.h"
+#include "cuda/launch_decode_kernel.h"
 #include "cuda/mma.cuh"
-#include "cuda/per_device.h"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
 #include "cuda/sparse_mla_decode_warpgroups.h"
 #include "cuda/sparse_mla_decode_wide_tiles.h"
@@ -529,49 +529,18 @@ cudaError_t launch_combine(const params::SparseDecodeParams& p, int splits, cuda
   return cudaLaunchKernelEx(&config, merge_splits_kernel, p, splits);
 }
 
-// The kernel's shared storage exceeds the default 48 KiB: opt in once per device
-// (a launch-time call would cost host time on every decode step).
-template <class Codec, int kGroups, bool kPartial>
-cudaError_t allow_shared_storage(int device) {
-  static PerDevice allowed;
-  cudaError_t status = cudaSuccess;
-  allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(sparse_mla_decode_shared_tile_kernel<Codec, kGroups, kPartial>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(SharedStorage<kGroups>));
-    return status == cudaSuccess ? 1 : 0;
-  });
-  return status;
-}
-
 template <class Codec, int kGroups>
 cudaError_t launch_shape(const params::SparseDecodeParams& p, const SplitPlan& plan, int device, cudaStream_t stream) {
   using Shape = BlockShape<kGroups>;
   const std::int64_t blocks_per_row = (p.heads + Shape::kHeads - 1) / Shape::kHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
   const auto run = [&]<bool kPartial>() {
-    if (const cudaError_t status = allow_shared_storage<Codec, kGroups, kPartial>(device); status != cudaSuccess) {
-      return status;
-    }
-    sparse_mla_decode_shared_tile_kernel<Codec, kGroups, kPartial>
-        <<<grid, Shape::kThreads, sizeof(SharedStorage<kGroups>), stream>>>(p, plan.tiles_per_split);
-    return cudaGetLastError();
+    return launch_decode_kernel<sparse_mla_decode_shared_tile_kernel<Codec, kGroups, kPartial>>(
+        grid, Shape::kThreads, sizeof(SharedStorage<kGroups>), 1, p, plan.tiles_per_split, device, stream);
   };
   if (plan.splits == 1) return run.template operator()<false>();
   if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;
   return launch_combine(p, plan.splits, stream);
-}
-
-template <class Codec, int kGroups, bool kPartial>
-cudaError_t allow_split_dims_storage(int device) {
-  static PerDevice allowed;
-  cudaError_t status = cudaSuccess;
-  allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(split_dims::sparse_mla_decode_split_dims_kernel<Codec, kGroups, kPartial>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>));
-    return status == cudaSuccess ? 1 : 0;
-  });
-  return status;
 }
 
 template <class Codec, int kGroups>
@@ -581,13 +550,9 @@ cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPl
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
   const auto run = [&]<bool kPartial>() {
-    if (const cudaError_t status = allow_split_dims_storage<Codec, kGroups, kPartial>(device); status != cudaSuccess) {
-      return status;
-    }
-    split_dims::sparse_mla_decode_split_dims_kernel<Codec, kGroups, kPartial>
-        <<<grid, split_dims::kThreads, sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>), stream>>>(
-            p, plan.tiles_per_split);
-    return cudaGetLastError();
+    return launch_decode_kernel<split_dims::sparse_mla_decode_split_dims_kernel<Codec, kGroups, kPartial>>(
+        grid, split_dims::kThreads, sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>), 1, p,
+        plan.tiles_per_split, device, stream);
   };
   if (plan.splits == 1) return run.template operator()<false>();
   if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;

@@ -1,35 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // The warpgroup sparse decode's launcher, compiled for sm_90a only (its own
 // object library in CMakeLists.txt): one instantiation per record that fits.
-#include "cuda/per_device.h"
+#include "cuda/launch_decode_kernel.h"
 #include "cuda/sparse_mla_decode_warpgroups.cuh"
 
 namespace mlakv::cuda::warpgroups {
 namespace {
 
-// The kernel's shared storage exceeds the default 48 KiB: opt in once per device.
-template <class Codec, bool kPartial>
-cudaError_t allow_shared_storage(int device) {
-  static PerDevice allowed;
-  cudaError_t status = cudaSuccess;
-  allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(sparse_mla_decode_warpgroups_kernel<Codec, kPartial>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes<Codec::Spec::kRecordBytes>);
-    return status == cudaSuccess ? 1 : 0;
-  });
-  return status;
-}
-
 template <class Codec, bool kPartial>
 cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                           cudaStream_t stream) {
-  static_assert(kSharedBytes<Codec::Spec::kRecordBytes> <= kSharedLimit, "one block fits an SM");
-  if (const cudaError_t status = allow_shared_storage<Codec, kPartial>(device); status != cudaSuccess) return status;
+  constexpr int kBytes = kSharedBytes<Codec::Spec::kRecordBytes>;
+  static_assert(kBytes <= kSharedLimit, "one block fits an SM");
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
-  sparse_mla_decode_warpgroups_kernel<Codec, kPartial>
-      <<<grid, kThreads, kSharedBytes<Codec::Spec::kRecordBytes>, stream>>>(p, units_per_split);
-  return cudaGetLastError();
+  return launch_decode_kernel<sparse_mla_decode_warpgroups_kernel<Codec, kPartial>>(grid, kThreads, kBytes, 1, p,
+                                                                                    units_per_split, device, stream);
 }
 
 }  // namespace

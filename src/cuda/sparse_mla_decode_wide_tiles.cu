@@ -2,47 +2,21 @@
 // The wide-tile warpgroup sparse decode's launcher, compiled for sm_90a only
 // (the mlakv_sm90a object library in CMakeLists.txt): one instantiation per
 // FP8 record.
-#include "cuda/per_device.h"
+#include "cuda/launch_decode_kernel.h"
 #include "cuda/sparse_mla_decode_wide_tiles.cuh"
 
 namespace mlakv::cuda::wide_tiles {
 namespace {
 
-// The kernel's shared storage exceeds the default 48 KiB: opt in once per device.
-template <class Codec, bool kPartial, bool kCrossover>
-cudaError_t allow_shared_storage(int device) {
-  static PerDevice allowed;
-  cudaError_t status = cudaSuccess;
-  allowed.get(device, [&] {
-    status = cudaFuncSetAttribute(sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-    return status == cudaSuccess ? 1 : 0;
-  });
-  return status;
-}
-
 template <class Codec, bool kPartial, bool kCrossover>
 cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                           cudaStream_t stream) {
   static_assert(kSharedBytes <= kSharedLimit, "one block fits an SM");
-  if (const cudaError_t status = allow_shared_storage<Codec, kPartial, kCrossover>(device); status != cudaSuccess) {
-    return status;
-  }
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSharedBytes;
-  config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = kCrossover ? 2 : 1;  // a row's blocks pair up: blocks_per_row is even
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover>, p,
-                            units_per_split);
+  const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
+  // With crossover a row's blocks pair up (blocks_per_row is even).
+  return launch_decode_kernel<sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover>>(
+      grid, kThreads, kSharedBytes, kCrossover ? 2 : 1, p, units_per_split, device, stream);
 }
 
 }  // namespace
