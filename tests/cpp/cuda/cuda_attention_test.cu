@@ -302,15 +302,17 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
 }
 
 // On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
-// (from 64 blocks of 64 heads: 69 rows of 40 or 64, 36 of 128), 32-key tiles for
-// the NVFP4 ones (and for the FP8 ones with fewer blocks, as in the tests above).
+// (from 64 blocks of 64 heads: 69 rows of 40 or 64, 36 of 100 or 128, those
+// two with crossover: a row's two blocks in a cluster, the second of 100
+// heads with 28 past H), 32-key tiles for the NVFP4 ones (and for the FP8
+// ones with fewer blocks, as in the tests above).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope}) {
     AttentionCache cache(format, 4096, 11);
     const double value_scale = max_abs_value(cache.keys());
-    for (const std::int64_t heads : {40, 64, 128}) {        // 40: a block with 24 heads past H
-      const std::int64_t repeats = heads == 128 ? 12 : 23;  // 36 or 69 rows
+    for (const std::int64_t heads : {40, 64, 100, 128}) {  // 40: a block with 24 heads past H
+      const std::int64_t repeats = heads > 64 ? 12 : 23;   // 36 or 69 rows
       Problem p = make_problem(heads, 200, cache.capacity(), 80 + heads, repeats);
       const Result cpu = run_cpu(cache, p);
       const std::string what =
