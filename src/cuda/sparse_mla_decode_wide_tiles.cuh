@@ -8,7 +8,9 @@
 //     tile each, and warpgroup 1's, kValueWarpTokens) load their records of
 //     a tile straight from global memory (the next tile's asked of L2 ahead)
 //     and decode them with the shared codecs into one of two bf16 key tiles
-//     (the readers' bf16 values; zeros for an entry without a record);
+//     (the readers' bf16 values; zeros for an entry without a record); with
+//     crossover (a row's two blocks of 64 heads in a cluster) warpgroup 2
+//     alone decodes this block's half of each tile, into both blocks' tiles;
 //   - math warpgroup 0 scores a tile (64 heads x 64 keys x 576 dims), runs its
 //     online softmax in registers, publishes the bf16 probabilities and each
 //     head's rescale factor, and adds P x V for output dims 0..255;
