@@ -35,9 +35,6 @@
 
 namespace mlakv::cuda::warpgroups {
 
-using warpgroup_math::bf16x2_bits;
-using warpgroup_math::fast_exp2;
-using warpgroup_math::kMaxGrowth;
 using warpgroup_math::rescale;
 
 template <int kRecordBytes>

@@ -40,9 +40,6 @@
 
 namespace mlakv::cuda::wide_tiles {
 
-using warpgroup_math::bf16x2_bits;
-using warpgroup_math::fast_exp2;
-using warpgroup_math::kMaxGrowth;
 using warpgroup_math::rescale;
 using warpgroups::kProducerRegisters;
 using warpgroups::kScoreRegisters;
