@@ -346,4 +346,19 @@ MLAKV_HD void store_pair_bits(std::uint16_t* dst, std::uint32_t pair) {
   dst[1] = static_cast<std::uint16_t>(pair >> 16);
 }
 
+/// encode_bf16(decode_e4m3(code) * scale) of the kCount codes at `src`
+/// (aligned to kCount), converting the codes two at a time (CUDA's paired
+/// conversion) and rounding the products in pairs: the fp8 codecs' bf16 decode.
+template <int kCount>
+MLAKV_HD void decode_e4m3_times_scale_bf16(const std::uint8_t* src, float scale, std::uint16_t* out) {
+  static_assert(kCount % 2 == 0 && kCount <= 16, "pairs of codes, one aligned load");
+  std::uint32_t codes[(kCount + 3) / 4] = {};  // 4 codes a word, the first in the low byte
+  load_aligned<kCount>(reinterpret_cast<std::uint8_t*>(codes), src);
+  MLAKV_UNROLL
+  for (int i = 0; i < kCount; i += 2) {
+    const float2 v = decode_e4m3x2(static_cast<std::uint16_t>(codes[i / 4] >> (8 * (i % 4))));
+    store_pair_bits(out + i, encode_bf16x2(v.x * scale, v.y * scale));
+  }
+}
+
 }  // namespace mlakv::codec

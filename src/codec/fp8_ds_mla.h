@@ -72,14 +72,7 @@ struct CodecFp8DsMla {
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
     const float ts =
         load_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)));
-    std::uint32_t codes[kLatentPerLane / 4];  // 4 codes a word, the first in the low byte
-    load_aligned<kLatentPerLane>(reinterpret_cast<std::uint8_t*>(codes),
-                                 record + Spec::kLatent.offset + lane * kLatentPerLane);
-    MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; i += 2) {
-      const float2 v = decode_e4m3x2(static_cast<std::uint16_t>(codes[i / 4] >> (8 * (i % 4))));
-      store_pair_bits(kv_c + i, encode_bf16x2(v.x * ts, v.y * ts));
-    }
+    decode_e4m3_times_scale_bf16<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, ts, kv_c);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
       const std::uint16_t bits = load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i));

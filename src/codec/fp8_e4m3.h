@@ -46,18 +46,9 @@ struct CodecFp8E4m3 {
   /// bf16 readers and the attention kernels run.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams& params,
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
-    static_assert(kRopePerLane == 2, "one pair of RoPE codes a lane");
-    std::uint32_t codes[kLatentPerLane / 4];  // 4 codes a word, the first in the low byte
-    load_aligned<kLatentPerLane>(reinterpret_cast<std::uint8_t*>(codes),
-                                 record + Spec::kLatent.offset + lane * kLatentPerLane);
-    const float k_scale = params.k_scale;
-    MLAKV_UNROLL
-    for (int i = 0; i < kLatentPerLane; i += 2) {
-      const float2 v = decode_e4m3x2(static_cast<std::uint16_t>(codes[i / 4] >> (8 * (i % 4))));
-      store_pair_bits(kv_c + i, encode_bf16x2(v.x * k_scale, v.y * k_scale));
-    }
-    const float2 r = decode_e4m3x2(load_u16(record + Spec::kRope.offset + lane * kRopePerLane));
-    store_pair_bits(k_pe, encode_bf16x2(r.x * k_scale, r.y * k_scale));
+    decode_e4m3_times_scale_bf16<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, params.k_scale,
+                                                 kv_c);
+    decode_e4m3_times_scale_bf16<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, params.k_scale, k_pe);
   }
 };
 
