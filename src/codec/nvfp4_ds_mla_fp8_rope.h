@@ -37,6 +37,10 @@ struct CodecNvfp4DsMlaFp8Rope {
     return in_order_scale_byte(record, lane);
   }
   static constexpr bool kLatentOuterScale = false;
+  /// A record of zero bytes decodes to +0 in every value (zero codes times a
+  /// zero scale byte, zero RoPE codes times a zero RoPE scale), so a kernel
+  /// may store its decode for an entry that has no record.
+  static constexpr bool kZeroRecordDecodesToZero = true;
 
   /// The lane's two RoPE values as bf16 bits, the first in the low half.
   MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {

@@ -44,6 +44,11 @@ struct CodecNvfp4DsMlaFp8RopePts {
     return in_order_scale_byte(record, lane);
   }
   static constexpr bool kLatentOuterScale = true;
+  /// A record of zero bytes decodes to +0 in every value (zero codes times a
+  /// zero scale byte and a zero token scale, zero RoPE codes times a zero
+  /// RoPE scale), so a kernel may store its decode for an entry that has no
+  /// record.
+  static constexpr bool kZeroRecordDecodesToZero = true;
   MLAKV_HD static float latent_outer_scale(const std::uint8_t* record) {
     return load_f32(record + Spec::kTokenScale.offset);
   }

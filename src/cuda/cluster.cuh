@@ -38,19 +38,20 @@ __device__ __forceinline__ void sync() {
 }
 
 /// Stores 16 bytes at `address` (shared::cluster, 16-byte aligned), counted
-/// as 16 transaction bytes on `barrier` (an mbarrier in the same block).
+/// as 16 transaction bytes on `barrier` (an mbarrier in the same block). No
+/// memory clobber: the store reads registers only, and it stays in order with
+/// the barrier operations (volatile asm) that bracket it, while the compiler
+/// may move the decoder's global loads of later records above it.
 __device__ __forceinline__ void store_async(std::uint32_t address, uint4 v, std::uint32_t barrier) {
   asm volatile(
       "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(address),
-      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(barrier)
-      : "memory");
+      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(barrier));
 }
 
 /// The same for 4 bytes.
 __device__ __forceinline__ void store_async(std::uint32_t address, std::uint32_t v, std::uint32_t barrier) {
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(address), "r"(v),
-               "r"(barrier)
-               : "memory");
+               "r"(barrier));
 }
 
 /// One arrival on a peer block's mbarrier. Release at CTA scope, as for a

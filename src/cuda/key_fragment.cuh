@@ -27,6 +27,19 @@ inline constexpr bool kFragmentDecode = requires {
 template <class Codec>
 inline constexpr float kLatentKeyScale = Codec::kLatentOuterScale ? 1.0f : codec::kFragmentScale;
 
+/// The factor a decode kernel's shared key tile carries on its latent dims:
+/// NVFP4 records (kFragmentDecode) go in as their fragment decode, times
+/// kLatentKeyScale, which the scores and the output undo in f32 (a power of
+/// two: exact); other records as the codec's bf16 decode, times 1.
+template <class Codec>
+inline constexpr float kKeyTileScale = [] {
+  if constexpr (kFragmentDecode<Codec>) {
+    return kLatentKeyScale<Codec>;
+  } else {
+    return 1.0f;
+  }
+}();
+
 /// Lane `group`'s key fragments of one record: its latent group as 8 bf16
 /// pairs in fragment order (times kLatentKeyScale), and its RoPE pair.
 template <class Codec>

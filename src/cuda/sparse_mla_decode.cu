@@ -83,23 +83,27 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // the GPU; at few rows the shared-tile kernel is. Beyond 32 heads, on Hopper
 // builds with sm_90a code, a warpgroup kernel (wgmma, decoder warps filling
 // key tiles while two math warpgroups multiply) takes every record of up to
-// 656 bytes: 32-key tiles, or for the FP8 records with enough rows 64-key tiles
-// (docs/attention.md).
+// 656 bytes: 32-key tiles, or with enough rows 64-key tiles for every record
+// but the per-token-scaled NVFP4 one (docs/attention.md).
 enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
 template <class Codec>
 inline constexpr bool kFitsWarpgroups = warpgroups::kFits<Codec::Spec::kRecordBytes>;
 
-// The records the wide-tile warpgroup kernel (64-key tiles) also takes: the
-// FP8 ones, whose keys decode element by element (slower there for the NVFP4
-// records: docs/attention.md).
+// The records the wide-tile warpgroup kernel (64-key tiles) also takes: every
+// one that fits but the NVFP4 record with a per-token scale, whose fragment
+// decode takes an f32 pass a pair that the 32-key kernel's deeper pipeline
+// hides better (H200, H = 64, R = 64: 109 against 174 us).
 template <class Codec>
-inline constexpr bool kWideTiles = !kFragmentDecode<Codec> && wide_tiles::kFits<Codec::Spec::kRecordBytes>;
+inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> && !requires {
+  requires Codec::kLatentOuterScale;
+};
 
 // From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
 // fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128 blocks, 0.92-1.00
-// at 64); with fewer, rows are split into runs of a few tiles, whose two-tile
+// at 64; the NVFP4 records: 0.89-0.90 at H = 128 and R >= 64, 0.94-1.01 at
+// H = 64); with fewer, rows are split into runs of a few tiles, whose two-tile
 // pipeline fills and drains too often (R = 16: 1.05-1.18 of the time).
 bool wide_tiles_for(std::int64_t rows, std::int64_t heads) { return rows * ((heads + 63) / 64) >= 64; }
 

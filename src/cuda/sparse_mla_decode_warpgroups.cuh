@@ -27,6 +27,7 @@
 #include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_warpgroups.h"
 #include "cuda/warp.cuh"
+#include "cuda/warpgroup_io.cuh"
 #include "cuda/warpgroup_math.cuh"
 #include "cuda/wgmma.cuh"
 #include "dispatch/visit_codec.h"
@@ -59,20 +60,6 @@ struct Storage {
 
 template <int kRecordBytes>
 inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage<kRecordBytes>)) + 1024;  // + alignment slack
-
-/// NVFP4 records (kFragmentDecode) go into the key tile as their fragment
-/// decode: each latent group's 16 dims in the order of codec::fragment_dim
-/// (the query's latent dims are stored in that order too, and the output dims
-/// put back), times kKeyScale, which the scores and the output undo in f32.
-/// Other records are stored as the codec's bf16 decode, in order.
-template <class Codec>
-inline constexpr float kKeyScale = [] {
-  if constexpr (kFragmentDecode<Codec>) {
-    return kLatentKeyScale<Codec>;
-  } else {
-    return 1.0f;
-  }
-}();
 
 /// The slots of tiles [first_tile, first_tile + kBatchTiles) a producer warp
 /// copies: lane 8 i + j holds token 8 warp + j of tile first_tile + i, or -1
@@ -214,32 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     bulk_barrier_init_fence();
   }
-  // The block's query heads (zeros past H) in the swizzled layout, 16 bytes at a time.
-  // A unit is 16 dims: a latent group (in fragment order for NVFP4 keys) or 16 RoPE dims.
-  constexpr int kQueryUnits = kQueryDim / 16;
-#pragma unroll 2
-  for (int i = tid; i < kHeads * kQueryUnits; i += kThreads) {
-    const int h = i / kQueryUnits;
-    const int col = 16 * (i % kQueryUnits);
-    uint4 v[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-    if (head0 + h < p.heads) {
-      const auto* src =
-          reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems + col);
-      v[0] = __ldg(src);
-      v[1] = __ldg(src + 1);
-    }
-    if constexpr (kFragmentDecode<Codec>) {
-      if (col < kLatentDim) {
-        const std::uint32_t in_order[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
-        std::uint32_t pairs[8];
-        codec::fragment_pairs_from_dim_order(in_order, pairs);
-        v[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
-        v[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
-      }
-    }
-    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v[0];
-    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col + 8, kQueryBlockBytes)) = v[1];
-  }
+  warpgroup_io::load_query<Codec, kThreads>(sh.q, p, row, head0, tid);
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
   __syncthreads();
 
@@ -349,7 +311,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // The scores with the latent keys' factor undone (exact: a power of two).
     const auto combine = [&](const float(&latent)[16], const float(&rope)[16]) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) s[i] = latent[i] * (1.0f / kKeyScale<Codec>)+rope[i];
+      for (int i = 0; i < 16; ++i) s[i] = latent[i] * (1.0f / kKeyTileScale<Codec>)+rope[i];
     };
     if (tiles > 0) {
       float latent[16];
@@ -408,37 +370,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
 
-  // Epilogue: rows r0 and r1 of this warpgroup's 256 dims.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = h == 0 ? r0 : r1;
-    const std::int64_t head = head0 + r;
-    const bool live = head < p.heads;  // every lane runs the loop: the stores swap values in quads
-    const HeadTotals totals = finish_head(sh.row_sum[r], sh.row_max[r]);
-    const HeadStore<kPartial> store(p, gridDim.y, split, row, live ? head : 0);
-    const float scale = totals.inv_sum * (1.0f / kKeyScale<Codec>);
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const float v0 = o[4 * i + 2 * h] * scale;
-      const float v1 = o[4 * i + 2 * h + 1] * scale;
-      if constexpr (kFragmentDecode<Codec>) {
-        // Columns 2 c, 2 c + 1 of 16 dims hold fragment pair 4 (i % 2) + c: dims
-        // 8 (i % 2) + c and + 4. Quad neighbours swap one value to store adjacent pairs:
-        // an even lane dims c, c + 1 (its low values), an odd lane c + 3, c + 4 (the high).
-        const int base = kHalfDims * warpgroup + 16 * (i / 2) + 8 * (i % 2) + c;
-        const float other = __shfl_xor_sync(0xFFFFFFFFu, c % 2 == 0 ? v1 : v0, 1);
-        if (!live) continue;
-        if (c % 2 == 0) {
-          store.store_pair(base, v0, other);
-        } else {
-          store.store_pair(base + 3, other, v1);
-        }
-      } else if (live) {
-        store.store_pair(kHalfDims * warpgroup + 8 * i + 2 * c, v0, v1);
-      }
-    }
-    if (live && warpgroup == 0 && c == 0) *store.lse = totals.lse;
-  }
+  warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

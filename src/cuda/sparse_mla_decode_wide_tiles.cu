@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wide-tile warpgroup sparse decode's launcher, compiled for sm_90a only
 // (the mlakv_sm90a object library in CMakeLists.txt): one instantiation per
-// FP8 record.
+// record it takes.
 #include "cuda/launch_decode_kernel.h"
 #include "cuda/sparse_mla_decode_wide_tiles.cuh"
 
@@ -35,5 +35,9 @@ cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_pe
 
 template cudaError_t launch<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
 template cudaError_t launch<codec::CodecFp8DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
+template cudaError_t launch<codec::CodecNvfp4DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
+template cudaError_t launch<codec::CodecNvfp4DsMlaFp8Rope>(const params::SparseDecodeParams&, int, int, int,
+                                                           cudaStream_t);
+template cudaError_t launch<codec::CodecNvfp4Fp8DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
 
 }  // namespace mlakv::cuda::wide_tiles

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sparse MLA decode for blocks of 64 heads on Hopper (sm_90a) in tiles
-// of 64 keys, for the records whose keys decode element by element (the FP8
-// ones; the NVFP4 records take sparse_mla_decode_warpgroups.cuh's 32-key
-// tiles, whose deeper pipeline hides their decode better). Three warpgroups
-// hand work to each other through mbarriers:
+// of 64 keys, for the FP8 records and the NVFP4 ones without a per-token
+// scale (that one takes sparse_mla_decode_warpgroups.cuh's 32-key tiles,
+// whose deeper pipeline hides its slower decode). Three warpgroups hand work
+// to each other through mbarriers:
 //   - eight decoder warps (warpgroup 2's four, kDecoderWarpTokens records a
 //     tile each, and warpgroup 1's, kValueWarpTokens) load their records of
 //     a tile straight from global memory (the next tile's asked of L2 ahead)
 //     and decode them with the shared codecs into one of two bf16 key tiles
-//     (the readers' bf16 values; zeros for an entry without a record); with
+//     (the readers' bf16 values, or for NVFP4 their fragment decode in
+//     warpgroup_io.cuh's order; zeros for an entry without a record); with
 //     crossover (a row's two blocks of 64 heads in a cluster) warpgroup 2
 //     alone decodes this block's half of each tile, into both blocks' tiles;
 //   - math warpgroup 0 scores a tile (64 heads x 64 keys x 576 dims), runs its
@@ -32,6 +33,7 @@
 #include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_wide_tiles.h"
 #include "cuda/warp.cuh"
+#include "cuda/warpgroup_io.cuh"
 #include "cuda/warpgroup_math.cuh"
 #include "cuda/wgmma.cuh"
 #include "dispatch/visit_codec.h"
@@ -127,19 +129,38 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
                                              int row, int lane) {
   constexpr int kLanesPerToken = kWarpSize / kRoundTokens;
   constexpr int kSteps = codec::kLanes / kLanesPerToken;
+  static_assert(kLanesPerToken == 8 && codec::kLatentPerLane == 16 && codec::kRopePerLane == 2,
+                "the store offsets below");
   const int j = lane % kLanesPerToken;
+  // Step i's swizzled store offsets (wgmma::swizzled_offset) from step 0's:
+  // its latent group 8 i + j starts 2 i column blocks on, in chunk 2 (j % 4)
+  // of its block (the high 8 dims in the chunk after, offset ^ 16); its RoPE
+  // pair (block 8, column 16 i + 2 j) is in chunk (2 i + j / 4) ^ (row % 8),
+  // offset ^ 32 i.
+  const int row_at = row * 128;
+  const int latent_at = (j / 4) * kKeyBlockBytes + row_at + ((2 * (j % 4)) ^ (row & 7)) * 16;
+  const int rope_at = 8 * kKeyBlockBytes + row_at + ((j / 4) ^ (row & 7)) * 16 + 4 * (j % 4);
 #pragma unroll  // the steps' decodes are independent: all in flight at once
   for (int i = 0; i < kSteps; ++i) {
     const int group = kLanesPerToken * i + j;
-    alignas(16) std::uint32_t latent[8];  // bf16 pairs in dim order
+    alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
     std::uint32_t rope;
-    codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
-                                        reinterpret_cast<std::uint16_t*>(&rope));
+    if constexpr (kFragmentDecode<Codec>) {
+      decode_key_fragment<Codec>(group, record, latent, rope);
+      if constexpr (kKeyTileScale<Codec> != 1.0f) {
+        // The RoPE dims carry the latent dims' factor too, so that one
+        // accumulator holds the scores times it (exact for every value from
+        // 2^-118 in magnitude; the scores undo it in f32).
+        rope = codec::bits_of(
+            __hmul2(codec::vec_from_bits<__nv_bfloat162>(rope), __float2bfloat162_rn(kKeyTileScale<Codec>)));
+      }
+    } else {
+      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
+                                          reinterpret_cast<std::uint16_t*>(&rope));
+    }
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    const int col = codec::kLatentPerLane * group;
-    const int at[3] = {wgmma::swizzled_offset(row, col, kKeyBlockBytes),
-                       wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes),
-                       wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group, kKeyBlockBytes)};
+    const int at[3] = {latent_at + 2 * i * kKeyBlockBytes, (latent_at ^ 16) + 2 * i * kKeyBlockBytes,
+                       rope_at ^ (32 * i)};
     // The zero record's decode is the zeros to store, or else is replaced by them.
     constexpr bool kDecoded = kZeroRecordDecodesToZero<Codec>;
     const uint4 low = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[0] : zero;
@@ -177,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sparse_mla_decode_wide_tiles_kernel(const params::SparseDecodeParams p, int units_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
-  static_assert(kFits<kRecordBytes> && !kFragmentDecode<Codec>, "records decoded element by element");
+  static_assert(kFits<kRecordBytes>, "records the decoders load straight from global memory");
   static_assert(kTileTokens == 64, "a tile is one unit of the split plan");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
@@ -206,19 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     barrier_init(&sh.probs_empty, 4);
     bulk_barrier_init_fence();
   }
-  // The block's query heads (zeros past H) in the swizzled layout, 16 bytes at a time.
-  constexpr int kQueryUnits = kQueryDim / 8;
-#pragma unroll 2
-  for (int i = tid; i < kHeads * kQueryUnits; i += kThreads) {
-    const int h = i / kQueryUnits;
-    const int col = 8 * (i % kQueryUnits);
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (head0 + h < p.heads) {
-      v = __ldg(
-          reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems + col));
-    }
-    *reinterpret_cast<uint4*>(sh.q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v;
-  }
+  warpgroup_io::load_query<Codec, kThreads>(sh.q, p, row, head0, tid);
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
   if constexpr (kCrossover) {
     cluster::sync();  // both blocks' barriers are initialized before either stores into the other
@@ -244,13 +253,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int first_token = static_cast<int>(rank) * kBlockTokens<kCrossover>;
   codec::DecodeParams params = p.decode;
   if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+  // This lane's token (lane % d.count) of tile `tile`, one of the batch of
+  // tile t or the next.
+  const auto slot_ahead = [&](const DecoderShare& d, int t, int tile) {
+    const int batch_tiles = d.batch_tiles();
+    return __shfl_sync(0xFFFFFFFFu, tile / batch_tiles != t / batch_tiles ? d.next_slots : d.slots,
+                       (tile % batch_tiles) * d.count + lane % d.count);
+  };
+  const auto ask_l2 = [&](const DecoderShare& d, std::int64_t slot) {
+    if (lane < d.count && params::slot_in_range(p.cache, slot)) {
+      prefetch_record(params::record_address(p.cache, slot), kRecordBytes);
+    }
+  };
   const auto start_decoder = [&](DecoderShare& d) {
     d.slots = slot_batch(p, row, begin, end, 0, d, lane);
     d.next_slots = slot_batch(p, row, begin, end, d.batch_tiles(), d, lane);
-    const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, lane % d.count);
-    if (lane < d.count && tiles > 0 && params::slot_in_range(p.cache, slot)) {
-      prefetch_record(params::record_address(p.cache, slot), kRecordBytes);
-    }
+    if (tiles > 0) ask_l2(d, slot_ahead(d, 0, 0));
   };
   // Decodes a decoder warp's tokens of tile t into its key tile (and the
   // peer's), having asked L2 for its records of tile t + 1.
@@ -261,35 +279,46 @@ __global__ void __launch_bounds__(kThreads, 1)
       d.slots = d.next_slots;
       d.next_slots = slot_batch(p, row, begin, end, t + batch_tiles, d, lane);
     }
-    if (const int next = t + 1; next < tiles) {
-      const std::int64_t ahead = __shfl_sync(0xFFFFFFFFu, next % batch_tiles == 0 ? d.next_slots : d.slots,
-                                             (next % batch_tiles) * d.count + lane % d.count);
-      if (lane < d.count && params::slot_in_range(p.cache, ahead)) {
-        prefetch_record(params::record_address(p.cache, ahead), kRecordBytes);
-      }
-    }
+    if (t + 1 < tiles) ask_l2(d, slot_ahead(d, t, t + 1));
     const int first_lane = (t % batch_tiles) * d.count;  // this tile's lanes of the batch
+    // This lane's token of round r (of the warp's share).
+    const auto round_token = [&](int r) { return kRoundTokens * r + lane / (kWarpSize / kRoundTokens); };
     const std::int64_t mine = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + lane % d.count);
     PeerTile to_peer{};
     if constexpr (kCrossover) {
       to_peer = {cluster::peer_address(sh.keys[buffer], peer), cluster::peer_address(sh.valid[buffer], peer),
                  cluster::peer_address(&sh.keys_full[buffer], peer)};
     }
-    bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u);
-    const auto round = [&](int r) {
-      const int token = kRoundTokens * r + lane / (kWarpSize / kRoundTokens);
-      const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + token);
-      const bool valid = params::slot_in_range(p.cache, slot);
-      const std::uint8_t* record =
-          valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord);
-      decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, params, record, valid, d.first + token, lane);
+    // Round r's record of this lane's token (the zero record for an entry without one).
+    struct RoundRecord {
+      const std::uint8_t* record;
+      bool valid;
     };
+    const auto locate = [&](int r) {
+      const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + round_token(r));
+      const bool valid = params::slot_in_range(p.cache, slot);
+      return RoundRecord{
+          valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord), valid};
+    };
+    const auto round = [&](int r, const RoundRecord& at) {
+      decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, params, at.record, at.valid, d.first + round_token(r),
+                                      lane);
+    };
+    const std::uint32_t empty_parity = (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u;
     if constexpr (kValueTokens == 0) {
-#pragma unroll  // warpgroup 2 alone: every round's loads in flight at once
-      for (int r = 0; r < kDecoderTokens / kRoundTokens; ++r) round(r);
+      // Warpgroup 2 alone: every round's records located before the wait, and
+      // their loads all in flight at once after it.
+      constexpr int kRounds = kDecoderTokens / kRoundTokens;
+      RoundRecord at[kRounds];
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) at[r] = locate(r);
+      bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) round(r, at[r]);
     } else {
+      bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
 #pragma unroll 1  // one round's decode in flight at a time: warpgroup 1 holds its output beside it
-      for (int r = 0; r < d.count / kRoundTokens; ++r) round(r);
+      for (int r = 0; r < d.count / kRoundTokens; ++r) round(r, locate(r));
     }
     // The valid flags, a word of 4 tokens' bytes a lane.
     const std::uint32_t has = __ballot_sync(0xFFFFFFFFu, lane < d.count && params::slot_in_range(p.cache, mine));
@@ -333,7 +362,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kChunks = kTileTokens / 8;    // 8-key column chunks of the scores
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kScoreRegisters));
-    const float score_scale = p.sm_scale * 1.4426950408889634f;  // scores in the log2 domain
+    // Scores in the log2 domain, the key tile's factor undone (a power of two: exact).
+    const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
       const int buffer = t % kKeyBuffers;
@@ -401,21 +431,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
 
-  // Epilogue: rows r0 and r1 of this warpgroup's 256 dims.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = h == 0 ? r0 : r1;
-    const std::int64_t head = head0 + r;
-    if (head >= p.heads) continue;
-    const HeadTotals totals = finish_head(sh.row_sum[r], sh.row_max[r]);
-    const HeadStore<kPartial> store(p, gridDim.y, split, row, head);
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      store.store_pair(kHalfDims * warpgroup + 8 * i + 2 * c, o[4 * i + 2 * h] * totals.inv_sum,
-                       o[4 * i + 2 * h + 1] * totals.inv_sum);
-    }
-    if (warpgroup == 0 && c == 0) *store.lse = totals.lse;
-  }
+  warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
   if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wide-tile warpgroup sparse decode's shape and launcher, as the host
 // dispatch (sparse_mla_decode.cu) sees them: the warpgroup kernel's blocks of
-// 64 heads and three warpgroups, with tiles of 64 keys, for the records whose
-// keys decode element by element (the FP8 ones). sm_90a machine code only
+// 64 heads and three warpgroups, with tiles of 64 keys, for the FP8 records
+// and the NVFP4 ones without a per-token scale. sm_90a machine code only
 // (sparse_mla_decode_wide_tiles.cu), launched on compute capability 9.0.
 #pragma once
 

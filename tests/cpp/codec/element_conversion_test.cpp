@@ -16,6 +16,10 @@
 #include "codec/fp8_ds_mla.h"
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
+#include "codec/nvfp4_ds_mla.h"
+#include "codec/nvfp4_ds_mla_fp8_rope.h"
+#include "codec/nvfp4_ds_mla_fp8_rope_pts.h"
+#include "codec/nvfp4_fp8_ds_mla.h"
 #include "e2m1_quads.h"
 #include "test_support.h"
 
@@ -423,22 +427,30 @@ void expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(float scale) {
 
 }  // namespace
 
-TEST(element_conversion, fp8_ds_mla_zero_record_decodes_to_zero_bits_for_either_rope_dtype) {
-  using mlakv::codec::CodecFp8DsMla;
-  static_assert(CodecFp8DsMla::kZeroRecordDecodesToZero);
-  const std::vector<std::uint8_t> record(CodecFp8DsMla::Spec::kRecordBytes, 0);
+template <class Codec>
+void expect_zero_record_decodes_to_zero_bits() {
+  static_assert(Codec::kZeroRecordDecodesToZero);
+  const std::vector<std::uint8_t> record(Codec::Spec::kRecordBytes, 0);
   for (const InputDtype rope : {InputDtype::kBf16, InputDtype::kFp16}) {
     mlakv::codec::DecodeParams params{};
     params.rope_dtype = rope;
-    params.k_scale = -3.0f;  // not read by this codec: the claim holds whatever the parameters
+    params.k_scale = -3.0f;  // not read by these codecs: the claim holds whatever the parameters
     for (int lane = 0; lane < mlakv::codec::kLanes; ++lane) {
       std::uint16_t kv[mlakv::codec::kLatentPerLane];
       std::uint16_t pe[mlakv::codec::kRopePerLane];
-      mlakv::codec::decode_lane_bf16_bits<CodecFp8DsMla>(lane, record.data(), params, kv, pe);
+      mlakv::codec::decode_lane_bf16_bits<Codec>(lane, record.data(), params, kv, pe);
       for (const std::uint16_t bits : kv) EXPECT_EQ(bits, 0u) << "lane " << lane;
       for (const std::uint16_t bits : pe) EXPECT_EQ(bits, 0u) << "lane " << lane;
     }
   }
+}
+
+TEST(element_conversion, zero_records_decode_to_zero_bits_for_every_codec_that_says_so) {
+  expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecFp8DsMla>();
+  expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecNvfp4DsMla>();
+  expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecNvfp4DsMlaFp8Rope>();
+  expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecNvfp4DsMlaFp8RopePts>();
+  expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecNvfp4Fp8DsMla>();
 }
 
 TEST(element_conversion, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_every_code) {
