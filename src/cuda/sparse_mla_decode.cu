@@ -102,10 +102,18 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
 
 // From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
 // fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128 blocks, 0.92-1.00
-// at 64; the NVFP4 records: 0.89-0.90 at H = 128 and R >= 64, 0.94-1.01 at
-// H = 64); with fewer, rows are split into runs of a few tiles, whose two-tile
-// pipeline fills and drains too often (R = 16: 1.05-1.18 of the time).
-bool wide_tiles_for(std::int64_t rows, std::int64_t heads) { return rows * ((heads + 63) / 64) >= 64; }
+// at 64); with fewer, rows are split into runs of a few tiles, whose two-tile
+// pipeline fills and drains too often (R = 16: 1.05-1.18 of the time). The
+// NVFP4 records take it only where a row's blocks pair up (crossover): with
+// one block a row the 32-key kernel's record ring hides the DRAM latency
+// better (FlashMLA anchor, H = 64, R = 64: 89.8 against 94.9 us for the
+// 368-byte records; with crossover at H = 128: 140.7 against 126.4).
+template <class Codec>
+bool wide_tiles_for(std::int64_t rows, std::int64_t heads) {
+  const std::int64_t blocks_per_row = (heads + 63) / 64;
+  if (rows * blocks_per_row < 64) return false;
+  return !kFragmentDecode<Codec> || blocks_per_row % 2 == 0;
+}
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
 bool warpgroups_run_on(int device) {
@@ -568,7 +576,7 @@ cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPl
                               cudaStream_t stream) {
   cudaError_t status = cudaSuccess;
   if constexpr (kWideTiles<Codec>) {
-    status = wide_tiles_for(p.rows, p.heads)
+    status = wide_tiles_for<Codec>(p.rows, p.heads)
                  ? wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream)
                  : warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
   } else {

@@ -26,11 +26,13 @@ __device__ __forceinline__ void issue_probs_times_values(float (&o)[128], const 
                                                          const std::uint8_t* keys, int half) {
   wgmma::fence_operands(o);  // o's ordinary writes (the rescale) stay before the wgmma's stage
   wgmma::fence();
+  const std::uint64_t probs_step0 = wgmma::descriptor(probs, 16, 1024);
+  const std::uint64_t values_step0 =
+      wgmma::descriptor(keys + (kValueDim / 2 / 64) * half * kKeyBlockBytes, kKeyBlockBytes, 1024);
 #pragma unroll
   for (int k = 0; k < kTokens / 16; ++k) {
-    const std::uint64_t a = wgmma::descriptor(probs + 32 * k, 16, 1024);
-    const std::uint64_t b =
-        wgmma::descriptor(keys + (kValueDim / 2 / 64) * half * kKeyBlockBytes + 16 * k * 128, kKeyBlockBytes, 1024);
+    const std::uint64_t a = wgmma::advanced(probs_step0, 32 * k);
+    const std::uint64_t b = wgmma::advanced(values_step0, 16 * k * 128);
     wgmma::mma_64x256_b_mn_major(o, a, b, 1);
   }
   wgmma::commit();

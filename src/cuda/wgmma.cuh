@@ -35,6 +35,16 @@ __device__ __forceinline__ std::uint64_t descriptor(const void* tile, std::uint3
          static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFFu) << 32 | std::uint64_t{1} << 62;
 }
 
+/// `desc` moved `bytes` on in shared memory (a multiple of 16), for the
+/// steps of one operand: one add to the address field (address >> 4 in the
+/// low 14 bits), which cannot carry into the next field as shared memory ends
+/// below 256 KB. Cheaper than a descriptor per step, which the kernels issue
+/// 40 times a tile.
+__device__ __forceinline__ std::uint64_t advanced(std::uint64_t desc, int bytes) {
+  const std::uint32_t low = static_cast<std::uint32_t>(desc) + static_cast<std::uint32_t>(bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | low;
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// Orders this warpgroup's register and shared-memory accesses before the wgmma that follow.
