@@ -308,7 +308,9 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
 // ones with fewer blocks, as in the tests above).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
-  for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope}) {
+  // Every record the 64-key kernel takes (crossover at 100 and 128 heads), and pts on the 32-key one.
+  for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMla,
+                              Format::kNvfp4Fp8DsMla, Format::kNvfp4DsMlaFp8RopePts}) {
     AttentionCache cache(format, 4096, 11);
     const double value_scale = max_abs_value(cache.keys());
     for (const std::int64_t heads : {40, 64, 100, 128}) {  // 40: a block with 24 heads past H
