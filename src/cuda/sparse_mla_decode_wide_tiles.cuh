@@ -52,7 +52,8 @@ template <bool kBytesAhead>
 inline constexpr int kValueRegistersFor = kBytesAhead ? 160 : warpgroups::kValueRegisters;
 template <bool kBytesAhead>
 inline constexpr int kDecoderRegistersFor = kBytesAhead ? 144 : warpgroups::kProducerRegisters;
-static_assert(kScoreRegisters + kValueRegistersFor<true> + kDecoderRegistersFor<true> <= 3 * 168,
+static_assert(kScoreRegisters + kValueRegistersFor<true> + kDecoderRegistersFor<true> <=
+                  3 * warpgroup_math::kLaunchRegisters,
               "registers of one block per SM");
 
 struct Storage {
@@ -390,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   if (warpgroup == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kDecoderRegistersFor<kBytesAhead>));
+    warpgroup_math::keep_registers<kDecoderRegistersFor<kBytesAhead>>();
     DecoderShare d{first_token + 4 * kValueTokens + kDecoderTokens * warp, kDecoderTokens};
     start_decoder(d);
     TileBytes ahead;
@@ -413,7 +414,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
   constexpr int kChunks = kTileTokens / 8;    // 8-key column chunks of the scores
   if (warpgroup == 0) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kScoreRegisters));
+    warpgroup_math::keep_registers<kScoreRegisters>();
     // Scores in the log2 domain, the key tile's factor undone (a power of two: exact).
     const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
 #pragma unroll 1
@@ -453,7 +454,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegistersFor<kBytesAhead>));
+    warpgroup_math::keep_registers<kValueRegistersFor<kBytesAhead>>();
     // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
     // key tile it fills was released by both P x V of tile t - 1.
     DecoderShare d{first_token + kValueTokens * warp, kValueTokens};

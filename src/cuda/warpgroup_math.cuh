@@ -15,6 +15,10 @@
 
 namespace mlakv::cuda::warpgroup_math {
 
+/// Registers a thread of the warpgroup kernels' 384-thread blocks holds at
+/// launch (the SM's 64 K registers over 384 threads, as ptxas allocates them).
+inline constexpr int kLaunchRegisters = 168;
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// Issues (and commits) o (a warpgroup's 64 heads x 256 dims of `half`) +=
@@ -46,6 +50,19 @@ __device__ __forceinline__ void add_probs_times_values(float (&o)[128], const st
   issue_probs_times_values<kTokens, kKeyBlockBytes>(o, probs, keys, half);
   wgmma::wait<0>();
   wgmma::fence_operands(o);
+}
+
+/// This warpgroup's threads keep kRegisters each from here (setmaxnreg):
+/// `inc` where that is more than at launch, else `dec` (each moves one way
+/// only; an `inc` to fewer faults).
+template <int kRegisters>
+__device__ __forceinline__ void keep_registers() {
+  static_assert(kRegisters % 8 == 0 && kRegisters >= 24 && kRegisters <= 256, "setmaxnreg's range");
+  if constexpr (kRegisters > kLaunchRegisters) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+  } else if constexpr (kRegisters < kLaunchRegisters) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+  }
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
