@@ -107,25 +107,12 @@ MLAKV_HD void decode_rope_e4m3(const std::uint8_t* codes, float scale, float* ou
   for (int i = 0; i < kN; ++i) out[i] = decode_e4m3(bytes[i]) * scale;
 }
 
-/// A lane's RoPE pair as a record stores it: its code word (two E4M3 codes
-/// or two bf16 values, the first in the low bits) and the record's RoPE
-/// factor. Loaded apart from its decode (rope_pair_bf16), so that a kernel
-/// can have a record's bytes in flight before it may store their decode.
-struct RopePairBytes {
-  std::uint32_t codes;
-  float scale;
-};
-
-/// Two E4M3 RoPE codes (the first in the low byte) decoded, multiplied by
-/// `scale` and rounded to bf16, the first in the low half.
-MLAKV_HD std::uint32_t decode_rope_pair_bf16(std::uint32_t codes, float scale) {
-  return encode_bf16x2(decode_e4m3(static_cast<std::uint8_t>(codes & 0xFFu)) * scale,
-                       decode_e4m3(static_cast<std::uint8_t>(codes >> 8 & 0xFFu)) * scale);
-}
-
-/// A lane's two E4M3 RoPE codes at `codes`, the same.
+/// A lane's two E4M3 RoPE codes decoded, multiplied by `scale` and rounded to
+/// bf16, the first in the low half.
 MLAKV_HD std::uint32_t decode_rope_pair_bf16(const std::uint8_t* codes, float scale) {
-  return decode_rope_pair_bf16(load_u16(codes), scale);
+  float rope[2];
+  decode_rope_e4m3<2>(codes, scale, rope);
+  return encode_bf16(rope[0]) | (static_cast<std::uint32_t>(encode_bf16(rope[1])) << 16);
 }
 
 }  // namespace mlakv::codec

@@ -37,19 +37,15 @@ struct CodecNvfp4DsMla {
   /// so a kernel may store its decode for an entry that has no record.
   static constexpr bool kZeroRecordDecodesToZero = true;
 
-  /// The lane's RoPE pair as stored: two bf16 values, no factor.
-  MLAKV_HD static RopePairBytes rope_pair_bytes(int lane, const std::uint8_t* record) {
-    static_assert(kRopePerLane == 2, "a lane's RoPE pair is one 32-bit word");
-    return {load_u32(record + Spec::kRope.offset + 2 * lane * kRopePerLane), 1.0f};
-  }
-  /// Their values as bf16 bits, the first in the low half: through f32, as
-  /// decode_lane, so a NaN comes out as 0x7FFF whatever its payload.
-  MLAKV_HD static std::uint32_t rope_pair_bf16(const RopePairBytes& stored) {
-    return encode_bf16x2(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored.codes & 0xFFFFu)),
-                         load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored.codes >> 16)));
-  }
+  /// The lane's two RoPE values as bf16 bits, the first in the low half.
   MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {
-    return rope_pair_bf16(rope_pair_bytes(lane, record));
+    static_assert(kRopePerLane == 2, "a lane's RoPE pair is one 32-bit word");
+    const std::uint32_t stored = load_u32(record + Spec::kRope.offset + 2 * lane * kRopePerLane);
+    // Through f32, as decode_lane: a NaN comes out as 0x7FFF whatever its payload.
+    return encode_bf16(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored & 0xFFFFu))) |
+           (static_cast<std::uint32_t>(
+                encode_bf16(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored >> 16))))
+            << 16);
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to

@@ -53,16 +53,10 @@ struct CodecNvfp4DsMlaFp8RopePts {
     return load_f32(record + Spec::kTokenScale.offset);
   }
 
-  /// The lane's RoPE pair as stored: two E4M3 codes and the record's RoPE scale.
-  MLAKV_HD static RopePairBytes rope_pair_bytes(int lane, const std::uint8_t* record) {
-    return {load_u16(record + Spec::kRope.offset + lane * kRopePerLane), load_f32(record + Spec::kRopeScale.offset)};
-  }
-  /// Their values as bf16 bits, the first in the low half.
-  MLAKV_HD static std::uint32_t rope_pair_bf16(const RopePairBytes& stored) {
-    return decode_rope_pair_bf16(stored.codes, stored.scale);
-  }
+  /// The lane's two RoPE values as bf16 bits, the first in the low half.
   MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {
-    return rope_pair_bf16(rope_pair_bytes(lane, record));
+    return decode_rope_pair_bf16(record + Spec::kRope.offset + lane * kRopePerLane,
+                                 load_f32(record + Spec::kRopeScale.offset));
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to

@@ -38,16 +38,9 @@ struct CodecNvfp4Fp8DsMla {
   /// so a kernel may store its decode for an entry that has no record.
   static constexpr bool kZeroRecordDecodesToZero = true;
 
-  /// The lane's RoPE pair as stored: two E4M3 codes, no factor.
-  MLAKV_HD static RopePairBytes rope_pair_bytes(int lane, const std::uint8_t* record) {
-    return {load_u16(record + Spec::kRope.offset + lane * kRopePerLane), 1.0f};
-  }
-  /// Their values as bf16 bits, the first in the low half.
-  MLAKV_HD static std::uint32_t rope_pair_bf16(const RopePairBytes& stored) {
-    return decode_rope_pair_bf16(stored.codes, stored.scale);
-  }
+  /// The lane's two RoPE values as bf16 bits, the first in the low half.
   MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {
-    return rope_pair_bf16(rope_pair_bytes(lane, record));
+    return decode_rope_pair_bf16(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f);
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to

@@ -46,11 +46,13 @@ __device__ __forceinline__ std::uint32_t e2m1_pair_bits(std::uint32_t codes) {
   return ((word & kNibbles) * kCopies) & 0x81C081C0u;
 }
 
-/// A group's 8 code bytes (as two little-endian words) with scale byte
-/// `sbyte` as fragment pairs: decode_E2M1(code) * decode_E4M3(sbyte) * kFragmentScale,
+/// A group's 8 code bytes (8-byte aligned) with scale byte `sbyte` as
+/// fragment pairs: decode_E2M1(code) * decode_E4M3(sbyte) * kFragmentScale,
 /// exact in bf16 (at most 5 significant bits, at least 2^-18 in magnitude); a
 /// NaN scale makes NaN values.
-__device__ __forceinline__ void decode_group_fragment(uint2 words, std::uint8_t sbyte, std::uint32_t (&pairs)[8]) {
+__device__ __forceinline__ void decode_group_fragment(const std::uint8_t* codes, std::uint8_t sbyte,
+                                                      std::uint32_t (&pairs)[8]) {
+  const uint2 words = *reinterpret_cast<const uint2*>(codes);
   const __nv_bfloat162 scale = __float2bfloat162_rn(decode_e4m3(sbyte) * 0x1p118f);
   const std::uint32_t word[2] = {words.x, words.y};
   MLAKV_UNROLL
@@ -60,12 +62,6 @@ __device__ __forceinline__ void decode_group_fragment(uint2 words, std::uint8_t 
     pairs[4 * w + 2] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(e2m1_pair_bits<2>(word[w])), scale));
     pairs[4 * w + 3] = bits_of(__hmul2(vec_from_bits<__nv_bfloat162>(e2m1_pair_bits<3>(word[w])), scale));
   }
-}
-
-/// The same from the group's code bytes in memory.
-__device__ __forceinline__ void decode_group_fragment(const std::uint8_t* codes, std::uint8_t sbyte,
-                                                      std::uint32_t (&pairs)[8]) {
-  decode_group_fragment(*reinterpret_cast<const uint2*>(codes), sbyte, pairs);
 }
 
 /// The same group with a per-token outer scale (the pts record): the values

@@ -40,48 +40,23 @@ inline constexpr float kKeyTileScale = [] {
   }
 }();
 
-/// What decode_key_fragment reads of one record for lane `group`, for the
-/// codecs without a per-token outer scale: loaded apart from the decode, so
-/// that a kernel can have a tile's bytes in flight a tile ahead.
-struct KeyFragmentBytes {
-  uint2 codes;  // the latent group's 16 codes
-  std::uint8_t scale_byte;
-  codec::RopePairBytes rope;
-};
-
-template <class Codec>
-__device__ __forceinline__ KeyFragmentBytes load_key_fragment(int group, const std::uint8_t* record) {
-  static_assert(!Codec::kLatentOuterScale, "the outer scale takes decode_key_fragment(group, record, ...)");
-  return {*reinterpret_cast<const uint2*>(codec::group_codes(record, group)), Codec::latent_scale_byte(group, record),
-          Codec::rope_pair_bytes(group, record)};
-}
-
-/// Their key fragments: the latent group as 8 bf16 pairs in fragment order
-/// (times kLatentKeyScale), and the RoPE pair.
-template <class Codec>
-__device__ __forceinline__ void decode_key_fragment(const KeyFragmentBytes& bytes, std::uint32_t (&latent)[8],
-                                                    std::uint32_t& rope) {
-  codec::decode_group_fragment(bytes.codes, bytes.scale_byte, latent);
-  rope = Codec::rope_pair_bf16(bytes.rope);
-}
-
 /// Lane `group`'s key fragments of one record: its latent group as 8 bf16
 /// pairs in fragment order (times kLatentKeyScale), and its RoPE pair.
 template <class Codec>
 __device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_t* record, std::uint32_t (&latent)[8],
                                                     std::uint32_t& rope) {
+  const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
   if constexpr (Codec::kLatentOuterScale) {
-    const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
     const float outer = Codec::latent_outer_scale(record);
     if (!codec::decode_group_fragment_outer(codec::group_codes(record, group), sbyte, outer, latent)) {
       alignas(16) std::uint16_t in_order[codec::kLatentPerLane];  // an outer scale no writer makes
       codec::decode_latent_group_bf16(group, record, sbyte, outer, in_order);
       codec::fragment_pairs_from_dim_order(*reinterpret_cast<const std::uint32_t(*)[8]>(in_order), latent);
     }
-    rope = Codec::rope_pair_bf16(group, record);
   } else {
-    decode_key_fragment<Codec>(load_key_fragment<Codec>(group, record), latent, rope);
+    codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
   }
+  rope = Codec::rope_pair_bf16(group, record);
 }
 
 }  // namespace mlakv::cuda

@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   if (warpgroup == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    warpgroup_math::keep_registers<kProducerRegisters>();
     Decoder d{4 + warp};
     start_ring(d);
 #pragma unroll 1
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float row_max[2] = {-INFINITY, -INFINITY};  // the online softmax of rows r0, r1 (warpgroup 0)
   float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
   if (warpgroup == 0) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kScoreRegisters));
+    warpgroup_math::keep_registers<kScoreRegisters>();
     const float score_scale = p.sm_scale * 1.4426950408889634f;  // scores in the log2 domain
     float s[16];                                                 // tile t's scores
     // Tile t: its online softmax, its probabilities published, its P x V
@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kValueRegisters));
+    warpgroup_math::keep_registers<kValueRegisters>();
     // This warpgroup's half of tile t + kKeys - 1's decode before tile t's
     // P x V: as far ahead as the key tiles allow (the tile kKeys before is
     // released by the P x V of tile t - 1), so that the decode never waits on

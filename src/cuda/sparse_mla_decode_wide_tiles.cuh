@@ -43,18 +43,9 @@
 namespace mlakv::cuda::wide_tiles {
 
 using warpgroup_math::rescale;
+using warpgroups::kProducerRegisters;
 using warpgroups::kScoreRegisters;
-
-/// Registers a thread of warpgroups 1 and 2 keeps (setmaxnreg), warpgroup 0
-/// kScoreRegisters: as the 32-key kernel's, but where the decoders hold a
-/// tile's bytes ahead (warpgroup 1 then does not decode).
-template <bool kBytesAhead>
-inline constexpr int kValueRegistersFor = kBytesAhead ? 160 : warpgroups::kValueRegisters;
-template <bool kBytesAhead>
-inline constexpr int kDecoderRegistersFor = kBytesAhead ? 144 : warpgroups::kProducerRegisters;
-static_assert(kScoreRegisters + kValueRegistersFor<true> + kDecoderRegistersFor<true> <=
-                  3 * warpgroup_math::kLaunchRegisters,
-              "registers of one block per SM");
+using warpgroups::kValueRegisters;
 
 struct Storage {
   alignas(1024) std::uint8_t q[kColumnBlocks * kQueryBlockBytes];
@@ -126,16 +117,16 @@ __device__ __forceinline__ void prefetch_record(const std::uint8_t* record, int 
 }
 
 /// Decodes kRoundTokens records, 8 lanes each, every lane into its token's
-/// row `row` of `keys`: in step i, lane (g = lane / 8, j = lane % 8) decodes
-/// latent group 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of its
-/// token's record (decode_step(i, group, latent, rope) fills them), so that
-/// the 32 lanes' 16-byte stores spread evenly over the swizzle's 8 chunk
-/// columns (4 stores each: the fewest for 512 bytes). A lane whose token has
-/// no record decodes the zero record and stores zeros. With crossover every
-/// store also goes to the peer's tile.
-template <class Codec, bool kCrossover, class DecodeStep>
-__device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile& peer, bool valid, int row, int lane,
-                                             DecodeStep&& decode_step) {
+/// row `row` of `keys`: in step i, lane (g = lane / 8, j = lane % 8) decodes latent group
+/// 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of its token's
+/// `record`, so that the 32 lanes' 16-byte stores spread evenly over the
+/// swizzle's 8 chunk columns (4 stores each: the fewest for 512 bytes). A lane
+/// whose token has no record decodes the zero record and stores zeros. With
+/// crossover every store also goes to the peer's tile.
+template <class Codec, bool kCrossover>
+__device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile& peer,
+                                             const codec::DecodeParams& params, const std::uint8_t* record, bool valid,
+                                             int row, int lane) {
   constexpr int kLanesPerToken = kWarpSize / kRoundTokens;
   constexpr int kSteps = codec::kLanes / kLanesPerToken;
   static_assert(kLanesPerToken == 8 && codec::kLatentPerLane == 16 && codec::kRopePerLane == 2,
@@ -151,15 +142,21 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
   const int rope_at = 8 * kKeyBlockBytes + row_at + ((j / 4) ^ (row & 7)) * 16 + 4 * (j % 4);
 #pragma unroll  // the steps' decodes are independent: all in flight at once
   for (int i = 0; i < kSteps; ++i) {
+    const int group = kLanesPerToken * i + j;
     alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
     std::uint32_t rope;
-    decode_step(i, kLanesPerToken * i + j, latent, rope);
-    if constexpr (kKeyTileScale<Codec> != 1.0f) {
-      // The RoPE dims carry the latent dims' factor too, so that one
-      // accumulator holds the scores times it (exact for every value from
-      // 2^-118 in magnitude; the scores undo it in f32).
-      rope = codec::bits_of(
-          __hmul2(codec::vec_from_bits<__nv_bfloat162>(rope), __float2bfloat162_rn(kKeyTileScale<Codec>)));
+    if constexpr (kFragmentDecode<Codec>) {
+      decode_key_fragment<Codec>(group, record, latent, rope);
+      if constexpr (kKeyTileScale<Codec> != 1.0f) {
+        // The RoPE dims carry the latent dims' factor too, so that one
+        // accumulator holds the scores times it (exact for every value from
+        // 2^-118 in magnitude; the scores undo it in f32).
+        rope = codec::bits_of(
+            __hmul2(codec::vec_from_bits<__nv_bfloat162>(rope), __float2bfloat162_rn(kKeyTileScale<Codec>)));
+      }
+    } else {
+      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
+                                          reinterpret_cast<std::uint16_t*>(&rope));
     }
     const uint4 zero = make_uint4(0, 0, 0, 0);
     const int at[3] = {latent_at + 2 * i * kKeyBlockBytes, (latent_at ^ 16) + 2 * i * kKeyBlockBytes,
@@ -275,50 +272,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     d.next_slots = slot_batch(p, row, begin, end, d.batch_tiles(), d, lane);
     if (tiles > 0) ask_l2(d, slot_ahead(d, 0, 0));
   };
-  // This lane's token of round r (of a decoder warp's share).
-  const auto round_token = [&](int r) { return kRoundTokens * r + lane / (kWarpSize / kRoundTokens); };
-  // Round r's record of this lane's token in tile `tile` (of the batch of
-  // tile t or the next; the zero record for an entry without one).
-  struct RoundRecord {
-    const std::uint8_t* record;
-    bool valid;
-  };
-  const auto locate = [&](const DecoderShare& d, int t, int tile, int r) {
-    const int batch_tiles = d.batch_tiles();
-    const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, tile / batch_tiles != t / batch_tiles ? d.next_slots : d.slots,
-                                          (tile % batch_tiles) * d.count + round_token(r));
-    const bool valid = params::slot_in_range(p.cache, slot);
-    return RoundRecord{
-        valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord), valid};
-  };
-  // With crossover the NVFP4 decoders load a tile's bytes (their
-  // KeyFragmentBytes) a tile ahead, into registers, so that their latency
-  // overlaps the decode of the tile before instead of adding to it.
-  constexpr bool kBytesAhead = kCrossover && kFragmentDecode<Codec> && kValueTokens == 0;
-  constexpr int kRounds = kDecoderTokens / kRoundTokens;  // of warpgroup 2's warps
-  constexpr int kSteps = codec::kLanes / (kWarpSize / kRoundTokens);
-  struct TileBytes {
-    KeyFragmentBytes step[kRounds][kSteps];
-    bool valid[kRounds];
-  };
-  const auto load_tile_bytes = [&](const DecoderShare& d, int t, int tile, TileBytes& into) {
-    if constexpr (kBytesAhead) {
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-        const RoundRecord at = locate(d, t, tile, r);
-        into.valid[r] = at.valid;
-#pragma unroll
-        for (int i = 0; i < kSteps; ++i) {
-          into.step[r][i] =
-              load_key_fragment<Codec>(kWarpSize / kRoundTokens * i + lane % (kWarpSize / kRoundTokens), at.record);
-        }
-      }
-    }
-  };
   // Decodes a decoder warp's tokens of tile t into its key tile (and the
-  // peer's), having asked L2 for its records of tile t + 1 (and with
-  // kBytesAhead loaded their bytes into `ahead`, which holds tile t's).
-  const auto decode = [&](DecoderShare& d, int t, TileBytes& ahead) {
+  // peer's), having asked L2 for its records of tile t + 1.
+  const auto decode = [&](DecoderShare& d, int t) {
     const int buffer = t % kKeyBuffers;
     const int batch_tiles = d.batch_tiles();
     if (t % batch_tiles == 0 && t > 0) {  // the next batch's slots were loaded a batch ago
@@ -327,49 +283,44 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (t + 1 < tiles) ask_l2(d, slot_ahead(d, t, t + 1));
     const int first_lane = (t % batch_tiles) * d.count;  // this tile's lanes of the batch
+    // This lane's token of round r (of the warp's share).
+    const auto round_token = [&](int r) { return kRoundTokens * r + lane / (kWarpSize / kRoundTokens); };
     const std::int64_t mine = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + lane % d.count);
     PeerTile to_peer{};
     if constexpr (kCrossover) {
       to_peer = {cluster::peer_address(sh.keys[buffer], peer), cluster::peer_address(sh.valid[buffer], peer),
                  cluster::peer_address(&sh.keys_full[buffer], peer)};
     }
+    // Round r's record of this lane's token (the zero record for an entry without one).
+    struct RoundRecord {
+      const std::uint8_t* record;
+      bool valid;
+    };
+    const auto locate = [&](int r) {
+      const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + round_token(r));
+      const bool valid = params::slot_in_range(p.cache, slot);
+      return RoundRecord{
+          valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord), valid};
+    };
     const auto round = [&](int r, const RoundRecord& at) {
-      decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, at.valid, d.first + round_token(r), lane,
-                                      [&](int, int group, std::uint32_t(&latent)[8], std::uint32_t& rope) {
-                                        if constexpr (kFragmentDecode<Codec>) {
-                                          decode_key_fragment<Codec>(group, at.record, latent, rope);
-                                        } else {
-                                          codec::decode_lane_bf16_bits<Codec>(group, at.record, params,
-                                                                              reinterpret_cast<std::uint16_t*>(latent),
-                                                                              reinterpret_cast<std::uint16_t*>(&rope));
-                                        }
-                                      });
+      decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, params, at.record, at.valid, d.first + round_token(r),
+                                      lane);
     };
     const std::uint32_t empty_parity = (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u;
-    if constexpr (kBytesAhead) {
-      const TileBytes bytes = ahead;
-      if (t + 1 < tiles) load_tile_bytes(d, t, t + 1, ahead);
-      bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-        decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, bytes.valid[r], d.first + round_token(r), lane,
-                                        [&](int i, int, std::uint32_t(&latent)[8], std::uint32_t& rope) {
-                                          decode_key_fragment<Codec>(bytes.step[r][i], latent, rope);
-                                        });
-      }
-    } else if constexpr (kValueTokens == 0) {
+    if constexpr (kValueTokens == 0) {
       // Warpgroup 2 alone: every round's records located before the wait, and
       // their loads all in flight at once after it.
+      constexpr int kRounds = kDecoderTokens / kRoundTokens;
       RoundRecord at[kRounds];
 #pragma unroll
-      for (int r = 0; r < kRounds; ++r) at[r] = locate(d, t, t, r);
+      for (int r = 0; r < kRounds; ++r) at[r] = locate(r);
       bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
 #pragma unroll
       for (int r = 0; r < kRounds; ++r) round(r, at[r]);
     } else {
       bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
 #pragma unroll 1  // one round's decode in flight at a time: warpgroup 1 holds its output beside it
-      for (int r = 0; r < d.count / kRoundTokens; ++r) round(r, locate(d, t, t, r));
+      for (int r = 0; r < d.count / kRoundTokens; ++r) round(r, locate(r));
     }
     // The valid flags, a word of 4 tokens' bytes a lane.
     const std::uint32_t has = __ballot_sync(0xFFFFFFFFu, lane < d.count && params::slot_in_range(p.cache, mine));
@@ -391,13 +342,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   if (warpgroup == 2) {
-    warpgroup_math::keep_registers<kDecoderRegistersFor<kBytesAhead>>();
+    warpgroup_math::keep_registers<kProducerRegisters>();
     DecoderShare d{first_token + 4 * kValueTokens + kDecoderTokens * warp, kDecoderTokens};
     start_decoder(d);
-    TileBytes ahead;
-    if (tiles > 0) load_tile_bytes(d, 0, 0, ahead);
 #pragma unroll 1
-    for (int t = 0; t < tiles; ++t) decode(d, t, ahead);
+    for (int t = 0; t < tiles; ++t) decode(d, t);
     if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals
     return;
   }
@@ -454,19 +403,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
   } else {
-    warpgroup_math::keep_registers<kValueRegistersFor<kBytesAhead>>();
+    warpgroup_math::keep_registers<kValueRegisters>();
     // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
     // key tile it fills was released by both P x V of tile t - 1.
     DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
-    TileBytes unused;  // warpgroup 1 decodes straight from the records
     if constexpr (kValueTokens > 0) {
       start_decoder(d);
-      if (tiles > 0) decode(d, 0, unused);
+      if (tiles > 0) decode(d, 0);
     }
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
       if constexpr (kValueTokens > 0) {
-        if (t + 1 < tiles) decode(d, t + 1, unused);
+        if (t + 1 < tiles) decode(d, t + 1);
       }
       const int buffer = t % kKeyBuffers;
       const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
