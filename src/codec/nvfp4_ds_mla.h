@@ -42,10 +42,8 @@ struct CodecNvfp4DsMla {
     static_assert(kRopePerLane == 2, "a lane's RoPE pair is one 32-bit word");
     const std::uint32_t stored = load_u32(record + Spec::kRope.offset + 2 * lane * kRopePerLane);
     // Through f32, as decode_lane: a NaN comes out as 0x7FFF whatever its payload.
-    return encode_bf16(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored & 0xFFFFu))) |
-           (static_cast<std::uint32_t>(
-                encode_bf16(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored >> 16))))
-            << 16);
+    return encode_bf16x2(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored & 0xFFFFu)),
+                         load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored >> 16)));
   }
 
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
