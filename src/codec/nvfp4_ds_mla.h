@@ -33,8 +33,9 @@ struct CodecNvfp4DsMla {
     return in_order_scale_byte(record, lane);
   }
   static constexpr bool kLatentOuterScale = false;
-  /// A record of zero bytes decodes to +0 in every value (zero codes times a zero scale byte, zero bf16 RoPE bits),
-  /// so a kernel may store its decode for an entry that has no record.
+  /// A record of zero bytes decodes to +0 in every value (zero codes times a
+  /// zero scale byte, zero bf16 RoPE bits), so a kernel may store its decode
+  /// for an entry that has no record.
   static constexpr bool kZeroRecordDecodesToZero = true;
 
   /// The lane's two RoPE values as bf16 bits, the first in the low half.

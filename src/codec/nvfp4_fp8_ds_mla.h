@@ -34,8 +34,9 @@ struct CodecNvfp4Fp8DsMla {
     return record[Spec::group_scale_offset(lane)];
   }
   static constexpr bool kLatentOuterScale = false;
-  /// A record of zero bytes decodes to +0 in every value (zero codes times a zero scale byte, zero RoPE codes),
-  /// so a kernel may store its decode for an entry that has no record.
+  /// A record of zero bytes decodes to +0 in every value (zero codes times a
+  /// zero scale byte, zero RoPE codes), so a kernel may store its decode for
+  /// an entry that has no record.
   static constexpr bool kZeroRecordDecodesToZero = true;
 
   /// The lane's two RoPE values as bf16 bits, the first in the low half.

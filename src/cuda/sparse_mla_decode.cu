@@ -110,9 +110,8 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
 // 368-byte records; with crossover at H = 128: 140.7 against 126.4).
 template <class Codec>
 bool wide_tiles_for(std::int64_t rows, std::int64_t heads) {
-  const std::int64_t blocks_per_row = (heads + 63) / 64;
-  if (rows * blocks_per_row < 64) return false;
-  return !kFragmentDecode<Codec> || blocks_per_row % 2 == 0;
+  if (rows * ((heads + 63) / 64) < 64) return false;
+  return !kFragmentDecode<Codec> || wide_tiles::crossover_for(heads);
 }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.

@@ -24,8 +24,7 @@ cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int u
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream) {
-  const bool crossover = (p.heads + kHeads - 1) / kHeads % 2 == 0;
-  if (crossover) {
+  if (crossover_for(p.heads)) {
     return splits == 1 ? launch_kernel<Codec, false, true>(p, splits, units_per_split, device, stream)
                        : launch_kernel<Codec, true, true>(p, splits, units_per_split, device, stream);
   }

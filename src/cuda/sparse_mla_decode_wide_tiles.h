@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "cuda/sparse_mla_decode_warpgroups.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
@@ -28,11 +30,13 @@ inline constexpr int kKeyBuffers = 2;                        // key tiles: one d
 inline constexpr int kMaxRecordBytes = 656;                  // the widest record the kernel reads (fp8_ds_mla)
 inline constexpr int kRoundTokens = 4;                       // records a decoder warp decodes at once (8 lanes each)
 
-// Crossover: at 128 heads a row's two blocks of 64 heads form a cluster and
-// each decodes half of every tile into both blocks' key tiles (stores to the
-// peer's shared memory that complete on its barrier), halving the decode a
-// block does for the same products.
 inline constexpr int kKeyRowBytes = kQueryDim * 2;  // a decoded key: 576 bf16
+
+/// Crossover: where a row's blocks of 64 heads pair up (128 heads), each pair
+/// forms a cluster and each block decodes half of every tile into both
+/// blocks' key tiles (stores to the peer's shared memory that complete on its
+/// barrier), halving the decode a block does for the same products.
+inline constexpr bool crossover_for(std::int64_t heads) { return (heads + kHeads - 1) / kHeads % 2 == 0; }
 
 /// Records of a tile one block decodes.
 template <bool kCrossover>

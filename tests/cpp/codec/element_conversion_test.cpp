@@ -425,8 +425,6 @@ void expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(float scale) {
   EXPECT_EQ(mismatches, 0) << "scale " << scale;
 }
 
-}  // namespace
-
 template <class Codec>
 void expect_zero_record_decodes_to_zero_bits() {
   static_assert(Codec::kZeroRecordDecodesToZero);
@@ -444,6 +442,8 @@ void expect_zero_record_decodes_to_zero_bits() {
     }
   }
 }
+
+}  // namespace
 
 TEST(element_conversion, zero_records_decode_to_zero_bits_for_every_codec_that_says_so) {
   expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecFp8DsMla>();

@@ -304,8 +304,9 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
 // On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
 // (from 64 blocks of 64 heads: 69 rows of 40 or 64, 36 of 100 or 128, those
 // two with crossover: a row's two blocks in a cluster, the second of 100
-// heads with 28 past H), 32-key tiles for the NVFP4 ones (and for the FP8
-// ones with fewer blocks, as in the tests above).
+// heads with 28 past H) and, with crossover only, for the NVFP4 ones but pts;
+// 32-key tiles for the NVFP4 ones otherwise (and for the FP8 ones with fewer
+// blocks, as in the tests above).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   // Every record the 64-key kernel takes (crossover at 100 and 128 heads), and pts on the 32-key one.
