@@ -84,7 +84,9 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // builds with sm_90a code, a warpgroup kernel (wgmma, decoder warps filling
 // key tiles while two math warpgroups multiply) takes every record of up to
 // 656 bytes: 32-key tiles, or with enough rows 64-key tiles for every record
-// but the per-token-scaled NVFP4 one (docs/attention.md).
+// but the per-token-scaled NVFP4 one (docs/attention.md). Up to 32 heads the
+// 64-key kernel, with its products transposed (the keys as the wgmma M, no
+// head padding), takes those records at every row count.
 enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
@@ -110,6 +112,7 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
 // 368-byte records; with crossover at H = 128: 140.7 against 126.4).
 template <class Codec>
 bool wide_tiles_for(std::int64_t rows, std::int64_t heads) {
+  if (heads <= wide_tiles::kTransposedHeads) return true;  // its transposed products: kernel_for
   if (rows * ((heads + 63) / 64) < 64) return false;
   return !kFragmentDecode<Codec> || wide_tiles::crossover_for(heads);
 }
@@ -127,9 +130,16 @@ bool warpgroups_run_on(int device) {
 struct KernelChoice {
   bool decodes_to_fragments;
   bool warpgroups;  // the warpgroup kernel is built for the codec and runs on the device
+  bool wide_tiles;  // and the wide-tile one too
 };
 
 DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
+  // Up to 32 heads the wide-tile kernel's transposed products (the keys as
+  // the wgmma M) leave no head padding: at H = 16 0.84-0.94 of the time of
+  // the split-dims and shared-tile kernels for the 368-byte records, from
+  // R = 1 to 128 (H200, commit in docs/attention.md); at H = 32 0.89-1.0 of
+  // the 32-key kernel's.
+  if (choice.wide_tiles && heads <= wide_tiles::kTransposedHeads) return DecodeKernel::kWarpgroups;
   // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
   // half empty (at 32 heads it takes the time of 64: H = 64, R = 64 ran in
   // 86 us where the split-dims kernel took 108 at H = 32). A single block or
@@ -590,7 +600,8 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
-  const KernelChoice choice{kFragmentDecode<Codec>, kFitsWarpgroups<Codec> && warpgroups_run_on(device)};
+  const bool warpgroups = kFitsWarpgroups<Codec> && warpgroups_run_on(device);
+  const KernelChoice choice{kFragmentDecode<Codec>, warpgroups, warpgroups && kWideTiles<Codec>};
   SplitPlan plan =
       plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {

@@ -8,15 +8,22 @@
 namespace mlakv::cuda::wide_tiles {
 namespace {
 
-template <class Codec, bool kPartial, bool kCrossover>
+template <class Codec, bool kPartial, bool kCrossover, int kBlockHeads>
 cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                           cudaStream_t stream) {
-  static_assert(kSharedBytes <= kSharedLimit, "one block fits an SM");
-  const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
+  static_assert(kSharedBytes<kBlockHeads> <= kSharedLimit, "one block fits an SM");
+  const std::int64_t blocks_per_row = (p.heads + kBlockHeads - 1) / kBlockHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
   // With crossover a row's blocks pair up (blocks_per_row is even).
-  return launch_decode_kernel<sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover>>(
-      grid, kThreads, kSharedBytes, kCrossover ? 2 : 1, p, units_per_split, device, stream);
+  return launch_decode_kernel<sparse_mla_decode_wide_tiles_kernel<Codec, kPartial, kCrossover, kBlockHeads>>(
+      grid, kThreads, kSharedBytes<kBlockHeads>, kCrossover ? 2 : 1, p, units_per_split, device, stream);
+}
+
+template <class Codec, bool kCrossover, int kBlockHeads>
+cudaError_t launch_blocks(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
+                          cudaStream_t stream) {
+  return splits == 1 ? launch_kernel<Codec, false, kCrossover, kBlockHeads>(p, splits, units_per_split, device, stream)
+                     : launch_kernel<Codec, true, kCrossover, kBlockHeads>(p, splits, units_per_split, device, stream);
 }
 
 }  // namespace
@@ -24,12 +31,12 @@ cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int u
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream) {
-  if (crossover_for(p.heads)) {
-    return splits == 1 ? launch_kernel<Codec, false, true>(p, splits, units_per_split, device, stream)
-                       : launch_kernel<Codec, true, true>(p, splits, units_per_split, device, stream);
+  if (p.heads <= kTransposedHeads) {
+    return p.heads <= 16 ? launch_blocks<Codec, false, 16>(p, splits, units_per_split, device, stream)
+                         : launch_blocks<Codec, false, 32>(p, splits, units_per_split, device, stream);
   }
-  return splits == 1 ? launch_kernel<Codec, false, false>(p, splits, units_per_split, device, stream)
-                     : launch_kernel<Codec, true, false>(p, splits, units_per_split, device, stream);
+  if (crossover_for(p.heads)) return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
+  return launch_blocks<Codec, false, kHeads>(p, splits, units_per_split, device, stream);
 }
 
 template cudaError_t launch<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);

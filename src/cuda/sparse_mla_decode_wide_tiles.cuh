@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The sparse MLA decode for blocks of 64 heads on Hopper (sm_90a) in tiles
-// of 64 keys, for the FP8 records and the NVFP4 ones without a per-token
-// scale (that one takes sparse_mla_decode_warpgroups.cuh's 32-key tiles,
-// whose deeper pipeline hides its slower decode). Three warpgroups hand work
-// to each other through mbarriers:
+// The sparse MLA decode for blocks of 64 heads (or, for rows of up to 32
+// heads, one block of 16 or 32 whose products are transposed:
+// transposed_products.cuh) on Hopper (sm_90a) in tiles of 64 keys, for the
+// FP8 records and the NVFP4 ones without a per-token scale (that one takes
+// sparse_mla_decode_warpgroups.cuh's 32-key tiles, whose deeper pipeline
+// hides its slower decode). Three warpgroups hand work to each other
+// through mbarriers:
 //   - eight decoder warps (warpgroup 2's four, kDecoderWarpTokens records a
 //     tile each, and warpgroup 1's, kValueWarpTokens) load their records of
 //     a tile straight from global memory (the next tile's asked of L2 ahead)
@@ -26,12 +28,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/attention_result.cuh"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cluster.cuh"
 #include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_wide_tiles.h"
+#include "cuda/transposed_products.cuh"
 #include "cuda/warp.cuh"
 #include "cuda/warpgroup_io.cuh"
 #include "cuda/warpgroup_math.cuh"
@@ -47,13 +51,29 @@ using warpgroups::kProducerRegisters;
 using warpgroups::kScoreRegisters;
 using warpgroups::kValueRegisters;
 
+/// Each of math warpgroup 0's warps' maxima of its keys by head (two tiles
+/// alternating), then its part of each head's sum: the transposed products
+/// spread a head's keys over the 4 warps.
+template <int kBlockHeads>
+struct WarpTotals {
+  float max[2][4][kBlockHeads];
+  float sum[4][kBlockHeads];
+};
+struct NoWarpTotals {};
+
+/// Shared memory of a block of kBlockHeads heads (64, or 16 or 32 with the
+/// transposed products).
+template <int kBlockHeads>
 struct Storage {
-  alignas(1024) std::uint8_t q[kColumnBlocks * kQueryBlockBytes];
+  static constexpr bool kTransposed = kBlockHeads < kHeads;
+  alignas(1024) std::uint8_t q[kColumnBlocks * kBlockHeads * 128];
   alignas(1024) std::uint8_t keys[kKeyBuffers][kColumnBlocks * kKeyBlockBytes];
-  alignas(1024) std::uint8_t probs[kProbBytes];
-  float alpha[kHeads];  // each head's rescale factor of the published probabilities
-  float row_sum[kHeads];
-  float row_max[kHeads];                                     // log2 domain
+  alignas(1024) std::uint8_t probs[kBlockHeads * kTileTokens * 2];
+  float alpha[kBlockHeads];  // each head's rescale factor of the published probabilities
+  float row_sum[kBlockHeads];
+  float row_max[kBlockHeads];  // log2 domain
+  // Transposed: math warpgroup 0's warps' parts of each head's maximum and sum.
+  std::conditional_t<kTransposed, WarpTotals<kBlockHeads>, NoWarpTotals> warps;
   alignas(16) std::uint8_t valid[kKeyBuffers][kTileTokens];  // token t of the key tile has a record
   // 8 decoder warp arrivals: the tile is decoded (with crossover, each
   // expecting the bytes its counterpart in the peer block stores here).
@@ -64,7 +84,8 @@ struct Storage {
   std::uint64_t probs_empty;  // 4 arrivals of warpgroup 1: its P x V read them
 };
 
-inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage)) + 1024;  // + alignment slack
+template <int kBlockHeads>
+inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage<kBlockHeads>)) + 1024;  // + alignment slack
 
 /// What an entry without a record decodes from (its keys are stored as zeros).
 __device__ const uint4 kZeroRecord[kMaxRecordBytes / 16] = {};
@@ -195,7 +216,7 @@ __device__ __forceinline__ void issue_scores(float (&scores)[32], const std::uin
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <class Codec, bool kPartial, bool kCrossover>
+template <class Codec, bool kPartial, bool kCrossover, int kBlockHeads>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_mla_decode_wide_tiles_kernel(const params::SparseDecodeParams p, int units_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -203,18 +224,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   static_assert(kFits<kRecordBytes>, "records the decoders load straight from global memory");
   static_assert(kTileTokens == 64, "a tile is one unit of the split plan");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  auto& sh = *reinterpret_cast<Storage*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
+  using Shared = Storage<kBlockHeads>;
+  constexpr bool kTransposed = Shared::kTransposed;
+  static_assert(!kTransposed || !kCrossover, "a row of at most 32 heads is one block");
+  auto& sh = *reinterpret_cast<Shared*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
 
   if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
   const int tid = static_cast<int>(threadIdx.x);
   const int warpgroup = tid / 128;
   const int warp = (tid % 128) / kWarpSize;  // within the warpgroup
   const int lane = tid % kWarpSize;
-  const BlockRange block = block_range<kHeads>(p, units_per_split);
+  const BlockRange block = block_range<kBlockHeads>(p, units_per_split);
   const auto [row, head0, split, begin, end] = block;
   const int tiles = block.tiles<kTileTokens>();
-  constexpr int kValueTokens = kValueWarpTokens<kCrossover>;
-  constexpr int kDecoderTokens = kDecoderWarpTokens<kCrossover>;
+  constexpr int kValueTokens = kValueWarpTokens<kCrossover, kTransposed>;
+  constexpr int kDecoderTokens = kDecoderWarpTokens<kCrossover, kTransposed>;
   constexpr int kDecoderWarps = kValueTokens > 0 ? 8 : 4;  // warpgroup 2's, and warpgroup 1's if they decode
   // With crossover, block `rank` of the cluster decodes tokens 32 rank.. of each tile.
   const std::uint32_t rank = kCrossover ? cluster::rank() : 0u;
@@ -229,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     barrier_init(&sh.probs_empty, 4);
     bulk_barrier_init_fence();
   }
-  warpgroup_io::load_query<Codec, kThreads>(sh.q, p, row, head0, tid);
+  warpgroup_io::load_query<Codec, kThreads, kBlockHeads>(sh.q, p, row, head0, tid);
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
   if constexpr (kCrossover) {
     cluster::sync();  // both blocks' barriers are initialized before either stores into the other
@@ -274,7 +298,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // Decodes a decoder warp's tokens of tile t into its key tile (and the
   // peer's), having asked L2 for its records of tile t + 1.
-  const auto decode = [&](DecoderShare& d, int t) {
+  const auto decode = [&]<int kRounds>(DecoderShare& d, int t) {
+    static_assert(kRounds * kRoundTokens <= 16, "a lane's rounds of records");
     const int buffer = t % kKeyBuffers;
     const int batch_tiles = d.batch_tiles();
     if (t % batch_tiles == 0 && t > 0) {  // the next batch's slots were loaded a batch ago
@@ -307,21 +332,14 @@ __global__ void __launch_bounds__(kThreads, 1)
                                       lane);
     };
     const std::uint32_t empty_parity = (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u;
-    if constexpr (kValueTokens == 0) {
-      // Warpgroup 2 alone: every round's records located before the wait, and
-      // their loads all in flight at once after it.
-      constexpr int kRounds = kDecoderTokens / kRoundTokens;
-      RoundRecord at[kRounds];
+    // Every round's records located before the wait, and their loads all in
+    // flight at once after it.
+    RoundRecord at[kRounds];
 #pragma unroll
-      for (int r = 0; r < kRounds; ++r) at[r] = locate(r);
-      bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
+    for (int r = 0; r < kRounds; ++r) at[r] = locate(r);
+    bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
 #pragma unroll
-      for (int r = 0; r < kRounds; ++r) round(r, at[r]);
-    } else {
-      bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);
-#pragma unroll 1  // one round's decode in flight at a time: warpgroup 1 holds its output beside it
-      for (int r = 0; r < d.count / kRoundTokens; ++r) round(r, locate(r));
-    }
+    for (int r = 0; r < kRounds; ++r) round(r, at[r]);
     // The valid flags, a word of 4 tokens' bytes a lane.
     const std::uint32_t has = __ballot_sync(0xFFFFFFFFu, lane < d.count && params::slot_in_range(p.cache, mine));
     if (lane < d.count / 4) {
@@ -346,95 +364,217 @@ __global__ void __launch_bounds__(kThreads, 1)
     DecoderShare d{first_token + 4 * kValueTokens + kDecoderTokens * warp, kDecoderTokens};
     start_decoder(d);
 #pragma unroll 1
-    for (int t = 0; t < tiles; ++t) decode(d, t);
+    for (int t = 0; t < tiles; ++t) decode.template operator()<kDecoderTokens / kRoundTokens>(d, t);
     if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals
     return;
   }
 
   const int g = lane / 4;  // accumulator rows 16 warp + g and + 8, columns 2 c, 2 c + 1 of each 8
   const int c = lane % 4;
-  const int r0 = 16 * warp + g;
-  const int r1 = r0 + 8;
-  float o[128];
+  if constexpr (kTransposed) {
+    namespace tp = transposed_products;
+    constexpr int kN = kBlockHeads;
+    constexpr int kI = tp::kThreadHeads<kN>;  // heads a thread holds: tp::thread_head(i, c)
+    float o[4][kN / 2];                       // O^T: dims 256 warpgroup + 64 m + rows, x heads
 #pragma unroll
-  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-
-  float row_max[2] = {-INFINITY, -INFINITY};  // the online softmax of rows r0, r1 (warpgroup 0)
-  float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
-  constexpr int kChunks = kTileTokens / 8;    // 8-key column chunks of the scores
-  if (warpgroup == 0) {
-    warpgroup_math::keep_registers<kScoreRegisters>();
-    // Scores in the log2 domain, the key tile's factor undone (a power of two: exact).
-    const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
-#pragma unroll 1
-    for (int t = 0; t < tiles; ++t) {
-      const int buffer = t % kKeyBuffers;
-      const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
-      float s[32];
-      wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
-      issue_scores(s, sh.q, sh.keys[buffer]);
-      const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
-      wgmma::wait<0>();
-      wgmma::fence_operands(s);
-      float tile_max[2];
-      warpgroup_math::mask_scores<kChunks>(s, valid, score_scale, tile_max);
-      // The weights go straight to shared memory (no register copy beside
-      // the output accumulators) once warpgroup 1 is done with tile t - 1's.
-      bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
-      float alpha[2];
-      std::uint8_t* const probs = sh.probs;  // captured by value: ptxas then schedules as for the loop inline
-      warpgroup_math::softmax_weights<kChunks>(
-          s, tile_max, row_max, row_sum, alpha, [probs, r0, r1, c](int h, int i, std::uint32_t bits) {
-            *reinterpret_cast<std::uint32_t*>(
-                probs + wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bits;
-          });
-      if (c == 0) {
-        sh.alpha[r0] = alpha[0];
-        sh.alpha[r1] = alpha[1];
+    for (int m = 0; m < 4; ++m) {
+#pragma unroll
+      for (int i = 0; i < kN / 2; ++i) o[m][i] = 0.0f;
+    }
+    if (warpgroup == 0) {
+      warpgroup_math::keep_registers<kScoreRegisters>();
+      const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
+      float row_max[kI];
+      float row_sum[kI];  // this thread's keys only, summed over the warpgroup at the end
+#pragma unroll
+      for (int i = 0; i < kI; ++i) {
+        row_max[i] = -INFINITY;
+        row_sum[i] = 0.0f;
       }
-      bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
-      __syncwarp();       // every lane's stores (and fences) before lane 0 publishes them
-      if (lane == 0) barrier_arrive(&sh.probs_full);
-      if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
-      bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
-      warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
-      __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
-      if (lane == 0) release_keys(buffer);
-    }
-    warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
-  } else {
-    warpgroup_math::keep_registers<kValueRegisters>();
-    // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
-    // key tile it fills was released by both P x V of tile t - 1.
-    DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
-    if constexpr (kValueTokens > 0) {
-      start_decoder(d);
-      if (tiles > 0) decode(d, 0);
-    }
 #pragma unroll 1
-    for (int t = 0; t < tiles; ++t) {
+      for (int t = 0; t < tiles; ++t) {
+        const int buffer = t % kKeyBuffers;
+        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+        float s[kN / 2];
+        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+        tp::issue_scores<kN>(s, sh.q, sh.keys[buffer]);
+        const bool ok[2] = {sh.valid[buffer][16 * warp + g] != 0, sh.valid[buffer][16 * warp + g + 8] != 0};
+        wgmma::wait<0>();
+        wgmma::fence_operands(s);
+        float part[kI];
+        tp::mask_scores<kN>(s, ok, score_scale, part);
+        // Each head's tile maximum from the 4 warps' (two buffers: a warp
+        // writes tile t + 2's after every warp has passed tile t + 1's barrier).
+        if (g == 0) {
+#pragma unroll
+          for (int i = 0; i < kI; ++i) sh.warps.max[t & 1][warp][tp::thread_head(i, c)] = part[i];
+        }
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");  // warpgroup 0's maxima are in
+        float tile_max[kI];
+#pragma unroll
+        for (int i = 0; i < kI; ++i) {
+          const int head = tp::thread_head(i, c);
+          tile_max[i] = fmaxf(fmaxf(sh.warps.max[t & 1][0][head], sh.warps.max[t & 1][1][head]),
+                              fmaxf(sh.warps.max[t & 1][2][head], sh.warps.max[t & 1][3][head]));
+        }
+        float alpha[kI];
+        tp::softmax_weights<kN>(s, tile_max, row_max, row_sum, alpha);
+        bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);  // warpgroup 1 is done with tile t - 1's
+        tp::store_weights<kN>(sh.probs, s, warp, lane);
+        if (warp == 0 && g == 0) {
+#pragma unroll
+          for (int i = 0; i < kI; ++i) sh.alpha[tp::thread_head(i, c)] = alpha[i];
+        }
+        bulk_copy_fence();  // the weights' stores before the wgmma read them
+        __syncwarp();
+        if (lane == 0) barrier_arrive(&sh.probs_full);
+        bool moved = false;
+#pragma unroll
+        for (int i = 0; i < kI; ++i) moved |= alpha[i] != 1.0f;
+        if (__any_sync(0xFFFFFFFFu, moved)) tp::rescale<kN>(o, alpha);
+        bulk_barrier_wait(&sh.probs_full, phase);  // every warp's weights are in
+        tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 0);
+        __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
+        if (lane == 0) release_keys(buffer);
+      }
+      // Each head's sum over the warpgroup's keys.
+#pragma unroll
+      for (int i = 0; i < kI; ++i) {
+        float sum = row_sum[i];
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 4);
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 8);
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 16);
+        if (g == 0) sh.warps.sum[warp][tp::thread_head(i, c)] = sum;
+      }
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+      if (warp == 0 && g == 0) {
+#pragma unroll
+        for (int i = 0; i < kI; ++i) {
+          const int head = tp::thread_head(i, c);
+          sh.row_sum[head] =
+              sh.warps.sum[0][head] + sh.warps.sum[1][head] + sh.warps.sum[2][head] + sh.warps.sum[3][head];
+          sh.row_max[head] = row_max[i];
+        }
+      }
+    } else {
+      warpgroup_math::keep_registers<kValueRegisters>();
+      DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
       if constexpr (kValueTokens > 0) {
-        if (t + 1 < tiles) decode(d, t + 1);
+        start_decoder(d);
+        if (tiles > 0) decode.template operator()<kValueTokens / kRoundTokens>(d, 0);
       }
-      const int buffer = t % kKeyBuffers;
-      const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
-      wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
-      bulk_barrier_wait(&sh.probs_full, phase);
-      const float alpha0 = sh.alpha[r0];
-      const float alpha1 = sh.alpha[r1];
-      if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
-      warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
-      __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
-      if (lane == 0) {
-        release_keys(buffer);
-        barrier_arrive(&sh.probs_empty);
+#pragma unroll 1
+      for (int t = 0; t < tiles; ++t) {
+        if constexpr (kValueTokens > 0) {
+          if (t + 1 < tiles) decode.template operator()<kValueTokens / kRoundTokens>(d, t + 1);
+        }
+        const int buffer = t % kKeyBuffers;
+        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+        bulk_barrier_wait(&sh.probs_full, phase);
+        float alpha[kI];
+        bool moved = false;
+#pragma unroll
+        for (int i = 0; i < kI; ++i) {
+          alpha[i] = sh.alpha[tp::thread_head(i, c)];
+          moved |= alpha[i] != 1.0f;
+        }
+        if (__any_sync(0xFFFFFFFFu, moved)) tp::rescale<kN>(o, alpha);
+        tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 1);
+        __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
+        if (lane == 0) {
+          release_keys(buffer);
+          barrier_arrive(&sh.probs_empty);
+        }
       }
     }
-  }
-  asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
+    tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, split, warpgroup, warp, lane);
+    return;
+  } else {
+    const int r0 = 16 * warp + g;
+    const int r1 = r0 + 8;
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
 
-  warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
-  if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
+    float row_max[2] = {-INFINITY, -INFINITY};  // the online softmax of rows r0, r1 (warpgroup 0)
+    float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
+    constexpr int kChunks = kTileTokens / 8;    // 8-key column chunks of the scores
+    if (warpgroup == 0) {
+      warpgroup_math::keep_registers<kScoreRegisters>();
+      // Scores in the log2 domain, the key tile's factor undone (a power of two: exact).
+      const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
+#pragma unroll 1
+      for (int t = 0; t < tiles; ++t) {
+        const int buffer = t % kKeyBuffers;
+        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+        float s[32];
+        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+        issue_scores(s, sh.q, sh.keys[buffer]);
+        const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
+        wgmma::wait<0>();
+        wgmma::fence_operands(s);
+        float tile_max[2];
+        warpgroup_math::mask_scores<kChunks>(s, valid, score_scale, tile_max);
+        // The weights go straight to shared memory (no register copy beside
+        // the output accumulators) once warpgroup 1 is done with tile t - 1's.
+        bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
+        float alpha[2];
+        std::uint8_t* const probs = sh.probs;  // captured by value: ptxas then schedules as for the loop inline
+        warpgroup_math::softmax_weights<kChunks>(
+            s, tile_max, row_max, row_sum, alpha, [probs, r0, r1, c](int h, int i, std::uint32_t bits) {
+              *reinterpret_cast<std::uint32_t*>(
+                  probs + wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bits;
+            });
+        if (c == 0) {
+          sh.alpha[r0] = alpha[0];
+          sh.alpha[r1] = alpha[1];
+        }
+        bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
+        __syncwarp();       // every lane's stores (and fences) before lane 0 publishes them
+        if (lane == 0) barrier_arrive(&sh.probs_full);
+        if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
+        bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
+        warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
+        __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
+        if (lane == 0) release_keys(buffer);
+      }
+      warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
+    } else {
+      warpgroup_math::keep_registers<kValueRegisters>();
+      // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
+      // key tile it fills was released by both P x V of tile t - 1.
+      DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
+      if constexpr (kValueTokens > 0) {
+        start_decoder(d);
+        if (tiles > 0) decode.template operator()<kValueTokens / kRoundTokens>(d, 0);
+      }
+#pragma unroll 1
+      for (int t = 0; t < tiles; ++t) {
+        if constexpr (kValueTokens > 0) {
+          if (t + 1 < tiles) decode.template operator()<kValueTokens / kRoundTokens>(d, t + 1);
+        }
+        const int buffer = t % kKeyBuffers;
+        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+        bulk_barrier_wait(&sh.probs_full, phase);
+        const float alpha0 = sh.alpha[r0];
+        const float alpha1 = sh.alpha[r1];
+        if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
+        warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
+        __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
+        if (lane == 0) {
+          release_keys(buffer);
+          barrier_arrive(&sh.probs_empty);
+        }
+      }
+    }
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
+
+    warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
+    if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
+  }
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

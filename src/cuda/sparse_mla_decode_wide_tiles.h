@@ -32,6 +32,10 @@ inline constexpr int kRoundTokens = 4;                       // records a decode
 
 inline constexpr int kKeyRowBytes = kQueryDim * 2;  // a decoded key: 576 bf16
 
+/// Up to this many heads a row is one block of 16 or 32 heads whose products
+/// are transposed (the tile's 64 keys as the wgmma M: transposed_products.cuh).
+inline constexpr int kTransposedHeads = 32;
+
 /// Crossover: where a row's blocks of 64 heads pair up (128 heads), each pair
 /// forms a cluster and each block decodes half of every tile into both
 /// blocks' key tiles (stores to the peer's shared memory that complete on its
@@ -45,27 +49,32 @@ inline constexpr int kBlockTokens = kCrossover ? kTileTokens / 2 : kTileTokens;
 // Records of a tile each decoder warp decodes: warpgroup 1's warps fewer, as
 // they also multiply P x V between their decodes (a tile waits for its
 // slowest decoder). Without crossover 4 + 12 measured fastest; with it,
-// warpgroup 2 alone, 8 records a warp (docs/kernel_history.md).
-template <bool kCrossover>
-inline constexpr int kValueWarpTokens = kCrossover ? 0 : 4;
-template <bool kCrossover>
-inline constexpr int kDecoderWarpTokens = (kBlockTokens<kCrossover> - 4 * kValueWarpTokens<kCrossover>) / 4;
+// warpgroup 2 alone, 8 records a warp; with the transposed products (whose
+// P x V is a quarter or an eighth of 64 heads') 8 + 8 (docs/kernel_history.md).
+template <bool kCrossover, bool kTransposed = false>
+inline constexpr int kValueWarpTokens = kCrossover    ? 0
+                                        : kTransposed ? 8
+                                                      : 4;
+template <bool kCrossover, bool kTransposed = false>
+inline constexpr int kDecoderWarpTokens = (kBlockTokens<kCrossover> - 4 * kValueWarpTokens<kCrossover, kTransposed>) /
+                                          4;
 
-template <bool kCrossover>
+template <bool kCrossover, bool kTransposed = false>
 constexpr bool shares_fit() {
-  constexpr int value = kValueWarpTokens<kCrossover>;
-  constexpr int decoder = kDecoderWarpTokens<kCrossover>;
+  constexpr int value = kValueWarpTokens<kCrossover, kTransposed>;
+  constexpr int decoder = kDecoderWarpTokens<kCrossover, kTransposed>;
   return value >= 0 && value % kRoundTokens == 0 && decoder > 0 && decoder % kRoundTokens == 0 &&
          4 * (value + decoder) == kBlockTokens<kCrossover> && decoder <= 16 && value <= 16;
 }
-static_assert(shares_fit<false>() && shares_fit<true>(), "whole rounds; a tile's records");
+static_assert(shares_fit<false>() && shares_fit<true>() && shares_fit<false, true>(), "whole rounds; a tile's records");
 
 /// The records the kernel reads: loaded straight from global memory by the
 /// decoders (16-byte multiples, no wider than fp8_ds_mla's).
 template <int kRecordBytes>
 inline constexpr bool kFits = kRecordBytes % 16 == 0 && kRecordBytes <= kMaxRecordBytes;
 
-/// Launches the decode of `p` over grid (blocks of 64 heads per row, splits),
+/// Launches the decode of `p` over grid (blocks of 64 heads per row, or one
+/// of 16 or 32 for at most kTransposedHeads; splits),
 /// each split walking units_per_split units of 64 entries; with more than one
 /// split it writes the workspace partials the merge kernel combines. Rows of
 /// an even number of 64-head blocks run in clusters of two (crossover).

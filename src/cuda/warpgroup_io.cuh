@@ -21,16 +21,16 @@ namespace mlakv::cuda::warpgroup_io {
 
 using warpgroups::kHalfDims;
 using warpgroups::kHeads;
-using warpgroups::kQueryBlockBytes;
 
-/// The block's query heads head0.. of `row` (zeros past H) into `q`, swizzled
-/// in 64-column blocks, 16 dims a step of the block's kThreads threads.
-template <class Codec, int kThreads>
+/// The block's kRows query heads head0.. of `row` (zeros past H) into `q`,
+/// swizzled in 64-column blocks of kRows x 128 bytes, 16 dims a step of the
+/// block's kThreads threads.
+template <class Codec, int kThreads, int kRows = kHeads>
 __device__ __forceinline__ void load_query(std::uint8_t* q, const params::SparseDecodeParams& p, std::int64_t row,
                                            std::int64_t head0, int tid) {
   constexpr int kUnits = kQueryDim / 16;  // a latent group or 16 RoPE dims
 #pragma unroll 2
-  for (int i = tid; i < kHeads * kUnits; i += kThreads) {
+  for (int i = tid; i < kRows * kUnits; i += kThreads) {
     const int h = i / kUnits;
     const int col = 16 * (i % kUnits);
     uint4 v[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
@@ -49,8 +49,8 @@ __device__ __forceinline__ void load_query(std::uint8_t* q, const params::Sparse
         v[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
       }
     }
-    *reinterpret_cast<uint4*>(q + wgmma::swizzled_offset(h, col, kQueryBlockBytes)) = v[0];
-    *reinterpret_cast<uint4*>(q + wgmma::swizzled_offset(h, col + 8, kQueryBlockBytes)) = v[1];
+    *reinterpret_cast<uint4*>(q + wgmma::swizzled_offset(h, col, kRows * 128)) = v[0];
+    *reinterpret_cast<uint4*>(q + wgmma::swizzled_offset(h, col + 8, kRows * 128)) = v[1];
   }
 }
 

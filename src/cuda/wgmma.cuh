@@ -66,17 +66,52 @@ __device__ __forceinline__ void fence_operands(float (&d)[kN]) {
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/// d (64 x 32) += A (64 x 16, K-major) * B (16 x 32, K-major), both in shared memory;
-/// scale_d 0 overwrites d.
+/// d (64 x 16) += A (64 x 16) * B (16 x 16, K-major), both in shared memory:
+/// A K-major, or MN-major with kAMnMajor; scale_d 0 overwrites d.
+template <bool kAMnMajor = false>
+__device__ __forceinline__ void mma_64x16(float (&d)[8], std::uint64_t a, std::uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, %8, %9, p, 1, 1, %11, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(a), "l"(b), "r"(scale_d), "n"(kAMnMajor ? 1 : 0));
+}
+
+/// d (64 x 32) += A (64 x 16) * B (16 x 32, K-major), both in shared memory:
+/// A K-major, or MN-major with kAMnMajor; scale_d 0 overwrites d.
+template <bool kAMnMajor = false>
 __device__ __forceinline__ void mma_64x32(float (&d)[16], std::uint64_t a, std::uint64_t b, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      "}, %16, %17, p, 1, 1, %19, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
         "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b), "r"(scale_d));
+      : "l"(a), "l"(b), "r"(scale_d), "n"(kAMnMajor ? 1 : 0));
+}
+
+/// d (64 x kN) += A * B for kN 16 or 32 (mma_64x16, mma_64x32).
+template <int kN, bool kAMnMajor = false>
+__device__ __forceinline__ void mma_64xn(float (&d)[kN / 2], std::uint64_t a, std::uint64_t b, int scale_d) {
+  static_assert(kN == 16 || kN == 32, "the shapes wrapped here");
+  if constexpr (kN == 16) {
+    mma_64x16<kAMnMajor>(d, a, b, scale_d);
+  } else {
+    mma_64x32<kAMnMajor>(d, a, b, scale_d);
+  }
+}
+
+/// Stores four 8 x 8 bf16 matrices transposed (stmatrix .trans): register i
+/// holds matrix i's fragment (lane g = lane / 4: row g, columns 2 (lane % 4)
+/// and + 1), and lanes 8 i..8 i + 7 give the addresses of its stored rows,
+/// which are its columns: row r of the memory gets column r's 8 values.
+__device__ __forceinline__ void store_matrices_transposed(const void* row, const std::uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(shared_address(row)),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
 }
 
 /// d (64 x 64) += A (64 x 16, K-major) * B (16 x 64, K-major), both in shared memory;

@@ -238,7 +238,7 @@ TEST(cuda_sparse_mla_decode, matches_the_cpu_for_every_format_head_count_and_ent
     if (info.geometry.nope_dims != 512) continue;  // the decode reads the 512 + 64 token-major formats only
     AttentionCache cache(info.format, 3000, 17);
     const double value_scale = max_abs_value(cache.keys());
-    for (const std::int64_t heads : {16, 32, 64, 128}) {
+    for (const std::int64_t heads : {1, 5, 16, 24, 32, 64, 128}) {
       for (const std::int64_t topk : {1, 7, 64, 2048}) {
         Problem p = make_problem(heads, topk, cache.capacity(), static_cast<std::uint64_t>(heads * 7 + topk));
         const Result cpu = run_cpu(cache, p);
@@ -273,10 +273,11 @@ TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
   }
 }
 
-// With a few rows the shared-tile kernel runs (the tests above); with at least
-// a fifth as many rows as SMs (27 on an H200), NVFP4 records of up to 16 heads
-// take the split-dims kernel, and on Hopper those of 17-32 heads the warpgroup
-// kernel (elsewhere the split-dims kernel too).
+// On Hopper the NVFP4 records but pts take the 64-key kernel's transposed
+// products up to 32 heads at every row count; elsewhere, and for pts, with a
+// few rows the shared-tile kernel runs (the tests above), and with at least a
+// fifth as many rows as SMs (27 on an H200) the split-dims kernel up to 16
+// heads and on Hopper the 32-key warpgroup kernel for 17-32.
 TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every_nvfp4_format) {
   MLAKV_REQUIRE_GPU();
   for (const Format format :
