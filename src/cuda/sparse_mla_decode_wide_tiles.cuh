@@ -69,8 +69,8 @@ struct Storage {
   alignas(1024) std::uint8_t q[kColumnBlocks * kBlockHeads * 128];
   alignas(1024) std::uint8_t keys[kKeyBuffers][kColumnBlocks * kKeyBlockBytes];
   alignas(1024) std::uint8_t probs[kBlockHeads * kTileTokens * 2];
-  float alpha[kBlockHeads];  // each head's rescale factor of the published probabilities
-  float row_sum[kBlockHeads];
+  float alpha[kBlockHeads];    // each head's rescale factor of the published probabilities
+  float row_sum[kBlockHeads];  // 64 heads (transposed: warps.sum)
   float row_max[kBlockHeads];  // log2 domain
   // Transposed: math warpgroup 0's warps' parts of each head's maximum and sum.
   std::conditional_t<kTransposed, WarpTotals<kBlockHeads>, NoWarpTotals> warps;
@@ -240,17 +240,33 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kValueTokens = kValueWarpTokens<kCrossover, kTransposed>;
   constexpr int kDecoderTokens = kDecoderWarpTokens<kCrossover, kTransposed>;
   constexpr int kDecoderWarps = kValueTokens > 0 ? 8 : 4;  // warpgroup 2's, and warpgroup 1's if they decode
+  // Arrivals a warp makes on a handshake barrier: its lane 0's, after a
+  // __syncwarp; with MLAKV_RACECHECK_ARRIVALS every lane's, which
+  // compute-sanitizer's racecheck models (it does not model __syncwarp).
+#if defined(MLAKV_RACECHECK_ARRIVALS)
+  constexpr std::uint32_t kWarpArrivals = kCrossover ? 1 : kWarpSize;
+#else
+  constexpr std::uint32_t kWarpArrivals = 1;
+#endif
+  const bool arrives = kWarpArrivals > 1 || lane == 0;
+  const auto epilogue_barrier = [] {
+#if defined(MLAKV_RACECHECK_ARRIVALS)
+    asm volatile("bar.sync 1, 384;\n" ::: "memory");
+#else
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+#endif
+  };
   // With crossover, block `rank` of the cluster decodes tokens 32 rank.. of each tile.
   const std::uint32_t rank = kCrossover ? cluster::rank() : 0u;
   const std::uint32_t peer = rank ^ 1u;
 
   if (tid == 0) {
     for (int b = 0; b < kKeyBuffers; ++b) {
-      barrier_init(&sh.keys_full[b], kDecoderWarps);         // one arrival per decoder warp
-      barrier_init(&sh.keys_empty[b], kCrossover ? 16 : 8);  // one per math warp (of both blocks)
+      barrier_init(&sh.keys_full[b], kDecoderWarps * kWarpArrivals);           // one arrival per decoder warp
+      barrier_init(&sh.keys_empty[b], (kCrossover ? 16 : 8) * kWarpArrivals);  // one per math warp (of both blocks)
     }
-    barrier_init(&sh.probs_full, 4);
-    barrier_init(&sh.probs_empty, 4);
+    barrier_init(&sh.probs_full, 4 * kWarpArrivals);
+    barrier_init(&sh.probs_empty, 4 * kWarpArrivals);
     bulk_barrier_init_fence();
   }
   warpgroup_io::load_query<Codec, kThreads, kBlockHeads>(sh.q, p, row, head0, tid);
@@ -350,7 +366,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     bulk_copy_fence();  // the key tile's stores before the wgmma read them
     __syncwarp();       // every lane's stores (and their fences) come before lane 0 publishes the tile
-    if (lane == 0) {
+    if (arrives) {
       if constexpr (kCrossover) {
         // The counterpart warp of the peer stores as many bytes here.
         bulk_barrier_expect(&sh.keys_full[buffer], static_cast<std::uint32_t>(d.count * (kKeyRowBytes + 1)));
@@ -365,6 +381,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     start_decoder(d);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) decode.template operator()<kDecoderTokens / kRoundTokens>(d, t);
+#if defined(MLAKV_RACECHECK_ARRIVALS)
+    asm volatile("bar.arrive 1, 384;\n" ::: "memory");  // racecheck's build: the epilogue barrier spans the block
+#endif
     if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals
     return;
   }
@@ -427,7 +446,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         bulk_copy_fence();  // the weights' stores before the wgmma read them
         __syncwarp();
-        if (lane == 0) barrier_arrive(&sh.probs_full);
+        if (arrives) barrier_arrive(&sh.probs_full);
         bool moved = false;
 #pragma unroll
         for (int i = 0; i < kI; ++i) moved |= alpha[i] != 1.0f;
@@ -435,9 +454,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         bulk_barrier_wait(&sh.probs_full, phase);  // every warp's weights are in
         tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 0);
         __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
-        if (lane == 0) release_keys(buffer);
+        if (arrives) release_keys(buffer);
       }
-      // Each head's sum over the warpgroup's keys.
+      // Each warp's part of each head's sum (over its keys), and the heads'
+      // reference maxima (the same in every warp), for the epilogue.
 #pragma unroll
       for (int i = 0; i < kI; ++i) {
         float sum = row_sum[i];
@@ -445,16 +465,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 8);
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 16);
         if (g == 0) sh.warps.sum[warp][tp::thread_head(i, c)] = sum;
-      }
-      asm volatile("bar.sync 2, 128;\n" ::: "memory");
-      if (warp == 0 && g == 0) {
-#pragma unroll
-        for (int i = 0; i < kI; ++i) {
-          const int head = tp::thread_head(i, c);
-          sh.row_sum[head] =
-              sh.warps.sum[0][head] + sh.warps.sum[1][head] + sh.warps.sum[2][head] + sh.warps.sum[3][head];
-          sh.row_max[head] = row_max[i];
-        }
+        if (warp == 0 && g == 0) sh.row_max[tp::thread_head(i, c)] = row_max[i];
       }
     } else {
       warpgroup_math::keep_registers<kValueRegisters>();
@@ -482,14 +493,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (__any_sync(0xFFFFFFFFu, moved)) tp::rescale<kN>(o, alpha);
         tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 1);
         __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
-        if (lane == 0) {
+        if (arrives) {
           release_keys(buffer);
           barrier_arrive(&sh.probs_empty);
         }
       }
     }
-    asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
-    tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, split, warpgroup, warp, lane);
+    epilogue_barrier();  // the math warpgroups: warpgroup 0's totals are in
+    tp::store_output<Codec, kPartial, kN>(p, o, sh.warps.sum, sh.row_max, row, split, warpgroup, warp, lane);
     return;
   } else {
     const int r0 = 16 * warp + g;
@@ -533,12 +544,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
         __syncwarp();       // every lane's stores (and fences) before lane 0 publishes them
-        if (lane == 0) barrier_arrive(&sh.probs_full);
+        if (arrives) barrier_arrive(&sh.probs_full);
         if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
         bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
         warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
         __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
-        if (lane == 0) release_keys(buffer);
+        if (arrives) release_keys(buffer);
       }
       warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
     } else {
@@ -564,13 +575,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
         warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
         __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
-        if (lane == 0) {
+        if (arrives) {
           release_keys(buffer);
           barrier_arrive(&sh.probs_empty);
         }
       }
     }
-    asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
+    epilogue_barrier();  // the math warpgroups: warpgroup 0's totals are in
 
     warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
     if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers

@@ -164,15 +164,20 @@ __device__ __forceinline__ void rescale(float (&o)[4][kN / 2], const float (&alp
 }
 
 /// A math warpgroup's output: its 256 dims of every live head from o, scaled
-/// by the head's 1 / sum (and the key tile's factor undone); warpgroup 0's
-/// warp 0 also stores the lse. A thread holds dims (rows) g and g + 8 of each
+/// by the head's 1 / sum (the sum of math warpgroup 0's 4 warps' parts in
+/// warp_sums; the key tile's factor undone); warpgroup 0's warp 0 also
+/// stores the lse. A thread holds dims (rows) g and g + 8 of each
 /// 16 and two adjacent heads; the lane holding the next dim of a head (g + 1
 /// in dim order, g ^ 2 in NVFP4's fragment order: codec::fragment_dim) swaps
 /// values with it, so each stores a pair of adjacent dims of one head.
 template <class Codec, bool kPartial, int kN>
 __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const float (&o)[4][kN / 2],
-                                             const float* row_sums, const float* row_maxima, std::int64_t row,
+                                             const float (&warp_sums)[4][kN], const float* row_maxima, std::int64_t row,
                                              std::int64_t split, int half, int warp, int lane) {
+  const auto totals_of = [&](int head) {
+    return finish_head(warp_sums[0][head] + warp_sums[1][head] + warp_sums[2][head] + warp_sums[3][head],
+                       row_maxima[head]);
+  };
   const int g = lane / 4;
   const int c = lane % 4;
   constexpr int kPartner = kFragmentDecode<Codec> ? 2 : 1;  // in g
@@ -183,7 +188,7 @@ __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p
   for (int j = 0; j < kN / 8; ++j) {
     const int head = 8 * j + 2 * c + (lower ? 0 : 1);
     const bool live = head < p.heads;
-    const HeadTotals totals = finish_head(row_sums[head], row_maxima[head]);
+    const HeadTotals totals = totals_of(head);
     const HeadStore<kPartial> store(p, gridDim.y, split, row, live ? head : 0);
     const float scale = totals.inv_sum * (1.0f / kKeyTileScale<Codec>);
 #pragma unroll
@@ -205,8 +210,7 @@ __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p
     if (half == 0 && warp == 0 && g < 2) {  // lanes 0..7: the lse of heads 8 j + 2 c + g
       const int lse_head = 8 * j + 2 * c + g;
       if (lse_head < p.heads) {
-        *HeadStore<kPartial>(p, gridDim.y, split, row, lse_head).lse =
-            finish_head(row_sums[lse_head], row_maxima[lse_head]).lse;
+        *HeadStore<kPartial>(p, gridDim.y, split, row, lse_head).lse = totals_of(lse_head).lse;
       }
     }
   }
