@@ -84,9 +84,9 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // builds with sm_90a code, a warpgroup kernel (wgmma, decoder warps filling
 // key tiles while two math warpgroups multiply) takes every record of up to
 // 656 bytes: 32-key tiles, or with enough rows 64-key tiles for every record
-// but the per-token-scaled NVFP4 one (docs/attention.md). Up to 32 heads the
-// 64-key kernel, with its products transposed (the keys as the wgmma M, no
-// head padding), takes those records at every row count.
+// but the per-token-scaled NVFP4 one (docs/attention.md). Up to 16 heads (and
+// for NVFP4 up to 32 below 64 rows) the 64-key kernel, with its products
+// transposed (the keys as the wgmma M, no head padding), takes those records.
 enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
 
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
@@ -102,6 +102,20 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
   requires Codec::kLatentOuterScale;
 };
 
+// Where the wide-tile kernel's transposed products (the keys as the wgmma M,
+// no head padding) take a row of up to 32 heads: up to 16 heads always (the
+// FlashMLA anchor at a7dc1f2 against the split-dims and shared-tile kernels
+// of 0a5dc6a, FlashMLA time / mlakv time at R = 1 / 16 / 64 / 128: 368 B
+// 1.39 / 1.34 / 1.23 / 1.12 against 1.23 / 1.12 / 1.18 / 1.10, 656 B 1.33 /
+// 1.12 / 0.98 / 0.87 against 1.29 / 1.05 / 0.94 / 0.79); at 17-32 heads the
+// NVFP4 records below 64 rows only (368 B at H = 32: 1.27 / 1.24 / 1.11 /
+// 0.92 against 1.16 / 1.21 / 1.09 / 0.99 on the 32-key kernel, which also
+// keeps the FP8 records there: 656 B 1.18 / 1.01 / 0.88 / 0.80 against
+// 1.18 / 1.05 / 0.89 / 0.80).
+bool transposed_products_for(bool nvfp4, std::int64_t rows, std::int64_t heads) {
+  return heads <= 16 || (nvfp4 && heads <= wide_tiles::kTransposedHeads && rows < 64);
+}
+
 // From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
 // fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128 blocks, 0.92-1.00
 // at 64); with fewer, rows are split into runs of a few tiles, whose two-tile
@@ -112,7 +126,7 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
 // 368-byte records; with crossover at H = 128: 140.7 against 126.4).
 template <class Codec>
 bool wide_tiles_for(std::int64_t rows, std::int64_t heads) {
-  if (heads <= wide_tiles::kTransposedHeads) return true;  // its transposed products: kernel_for
+  if (heads <= wide_tiles::kTransposedHeads) return transposed_products_for(kFragmentDecode<Codec>, rows, heads);
   if (rows * ((heads + 63) / 64) < 64) return false;
   return !kFragmentDecode<Codec> || wide_tiles::crossover_for(heads);
 }
@@ -134,12 +148,9 @@ struct KernelChoice {
 };
 
 DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  // Up to 32 heads the wide-tile kernel's transposed products (the keys as
-  // the wgmma M) leave no head padding: at H = 16 0.84-0.94 of the time of
-  // the split-dims and shared-tile kernels for the 368-byte records, from
-  // R = 1 to 128 (H200, commit in docs/attention.md); at H = 32 0.89-1.0 of
-  // the 32-key kernel's.
-  if (choice.wide_tiles && heads <= wide_tiles::kTransposedHeads) return DecodeKernel::kWarpgroups;
+  if (choice.wide_tiles && transposed_products_for(choice.decodes_to_fragments, rows, heads)) {
+    return DecodeKernel::kWarpgroups;
+  }
   // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
   // half empty (at 32 heads it takes the time of 64: H = 64, R = 64 ran in
   // 86 us where the split-dims kernel took 108 at H = 32). A single block or

@@ -274,10 +274,10 @@ TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
 }
 
 // On Hopper the NVFP4 records but pts take the 64-key kernel's transposed
-// products up to 32 heads at every row count; elsewhere, and for pts, with a
-// few rows the shared-tile kernel runs (the tests above), and with at least a
-// fifth as many rows as SMs (27 on an H200) the split-dims kernel up to 16
-// heads and on Hopper the 32-key warpgroup kernel for 17-32.
+// products up to 32 heads below 64 rows (the 36 here); elsewhere, and for pts,
+// with a few rows the shared-tile kernel runs (the tests above), and with at
+// least a fifth as many rows as SMs (27 on an H200) the split-dims kernel up
+// to 16 heads and on Hopper the 32-key warpgroup kernel for 17-32.
 TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every_nvfp4_format) {
   MLAKV_REQUIRE_GPU();
   for (const Format format :
