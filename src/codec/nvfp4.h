@@ -110,9 +110,9 @@ MLAKV_HD void decode_rope_e4m3(const std::uint8_t* codes, float scale, float* ou
 /// A lane's two E4M3 RoPE codes decoded, multiplied by `scale` and rounded to
 /// bf16, the first in the low half (one paired conversion on the GPU).
 MLAKV_HD std::uint32_t decode_rope_pair_bf16(const std::uint8_t* codes, float scale) {
-  float rope[2];
-  decode_rope_e4m3<2>(codes, scale, rope);
-  return encode_bf16x2(rope[0], rope[1]);
+  std::uint16_t rope[2];
+  decode_e4m3_times_scale_bf16<2>(codes, scale, rope);
+  return static_cast<std::uint32_t>(rope[0]) | static_cast<std::uint32_t>(rope[1]) << 16;
 }
 
 }  // namespace mlakv::codec

@@ -69,8 +69,8 @@ struct Storage {
   alignas(1024) std::uint8_t q[kColumnBlocks * kBlockHeads * 128];
   alignas(1024) std::uint8_t keys[kKeyBuffers][kColumnBlocks * kKeyBlockBytes];
   alignas(1024) std::uint8_t probs[kBlockHeads * kTileTokens * 2];
-  float alpha[kBlockHeads];    // each head's rescale factor of the published probabilities
-  float row_sum[kBlockHeads];  // 64 heads (transposed: warps.sum)
+  float alpha[kBlockHeads];  // each head's rescale factor of the published probabilities
+  float row_sum[kBlockHeads];
   float row_max[kBlockHeads];  // log2 domain
   // Transposed: math warpgroup 0's warps' parts of each head's maximum and sum.
   std::conditional_t<kTransposed, WarpTotals<kBlockHeads>, NoWarpTotals> warps;
@@ -107,13 +107,15 @@ struct PeerTile {
 };
 
 /// A decoder warp's share of every tile: tokens first..first + count - 1.
-/// Its lanes hold the slots of `32 / count` tiles at a time (a batch), and
-/// of the batch after, loaded a batch before their addresses are needed.
+/// Its lanes hold the record addresses of `32 / count` tiles at a time (a
+/// batch), and the slots of the batch after, loaded a batch before they are
+/// needed; a slot becomes an address (a division by the page size) once per
+/// batch, not at every use.
 struct DecoderShare {
   int first;
   int count;
-  std::int64_t slots = -1;       // lane l: token first + l % count of the batch's tile l / count
-  std::int64_t next_slots = -1;  // the same for the next batch
+  const std::uint8_t* records = nullptr;  // lane l: token first + l % count of the batch's tile l / count
+  std::int64_t next_slots = -1;           // the slots of the same tokens of the next batch
 
   __device__ int batch_tiles() const { return kWarpSize / count; }
 };
@@ -130,11 +132,38 @@ __device__ __forceinline__ std::int64_t slot_batch(const params::SparseDecodePar
   return tile < share.batch_tiles() && entry < end ? __ldg(p.indices + row * p.indices_stride_row_elems + entry) : -1;
 }
 
+/// The record of a slot, or null for an entry without one.
+__device__ __forceinline__ const std::uint8_t* record_or_null(const params::SparseDecodeParams& p, std::int64_t slot) {
+  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
+}
+
+/// Lane `from`'s record address, or slot.
+__device__ __forceinline__ const std::uint8_t* shuffle(const std::uint8_t* record, int from) {
+  return reinterpret_cast<const std::uint8_t*>(
+      __shfl_sync(0xFFFFFFFFu, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(record)), from));
+}
+__device__ __forceinline__ std::int64_t shuffle(std::int64_t slot, int from) {
+  return __shfl_sync(0xFFFFFFFFu, static_cast<long long>(slot), from);
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-/// Asks L2 for a record ahead of its loads.
-__device__ __forceinline__ void prefetch_record(const std::uint8_t* record, int bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(record), "r"(bytes) : "memory");
+/// Asks L2 for the 128-byte line at `at`.
+__device__ __forceinline__ void prefetch_line(const std::uint8_t* at) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at) : "memory");
+}
+
+/// Asks L2 for the lines of a warp's `count` records (one per lane, token
+/// lane % count; null for none), every lane at once: lane l the lines
+/// l / count, + 32 / count, ... of its record, the last one at its last byte
+/// (a record that does not start on a line ends on one line more).
+template <int kRecordBytes>
+__device__ __forceinline__ void prefetch_records(const std::uint8_t* record, int count, int lane) {
+  constexpr int kLines = (kRecordBytes + 127) / 128 + 1;
+  if (record == nullptr) return;
+  for (int k = lane / count; k < kLines; k += kWarpSize / count) {
+    prefetch_line(record + (128 * k < kRecordBytes ? 128 * k : kRecordBytes - 1));
+  }
 }
 
 /// Decodes kRoundTokens records, 8 lanes each, every lane into its token's
@@ -152,12 +181,13 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
   constexpr int kSteps = codec::kLanes / kLanesPerToken;
   static_assert(kLanesPerToken == 8 && codec::kLatentPerLane == 16 && codec::kRopePerLane == 2,
                 "the store offsets below");
-  const int j = lane % kLanesPerToken;
+  const int j = lane & (kLanesPerToken - 1);  // non-negative: the loads' offsets fold into immediates
   // Step i's swizzled store offsets (wgmma::swizzled_offset) from step 0's:
   // its latent group 8 i + j starts 2 i column blocks on, in chunk 2 (j % 4)
   // of its block (the high 8 dims in the chunk after, offset ^ 16); its RoPE
   // pair (block 8, column 16 i + 2 j) is in chunk (2 i + j / 4) ^ (row % 8),
   // offset ^ 32 i.
+  __builtin_assume(__isGlobal(record));  // global loads, which the shared stores below cannot alias
   const int row_at = row * 128;
   const int latent_at = (j / 4) * kKeyBlockBytes + row_at + ((2 * (j % 4)) ^ (row & 7)) * 16;
   const int rope_at = 8 * kKeyBlockBytes + row_at + ((j / 4) ^ (row & 7)) * 16 + 4 * (j % 4);
@@ -297,20 +327,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   // This lane's token (lane % d.count) of tile `tile`, one of the batch of
   // tile t or the next.
-  const auto slot_ahead = [&](const DecoderShare& d, int t, int tile) {
+  // This lane's record (token lane % d.count) of tile `tile`, one of the
+  // batch of tile t or the next.
+  const auto record_ahead = [&](const DecoderShare& d, int t, int tile) {
     const int batch_tiles = d.batch_tiles();
-    return __shfl_sync(0xFFFFFFFFu, tile / batch_tiles != t / batch_tiles ? d.next_slots : d.slots,
-                       (tile % batch_tiles) * d.count + lane % d.count);
+    const int from = (tile % batch_tiles) * d.count + lane % d.count;
+    return tile / batch_tiles != t / batch_tiles ? record_or_null(p, shuffle(d.next_slots, from))
+                                                 : shuffle(d.records, from);
   };
-  const auto ask_l2 = [&](const DecoderShare& d, std::int64_t slot) {
-    if (lane < d.count && params::slot_in_range(p.cache, slot)) {
-      prefetch_record(params::record_address(p.cache, slot), kRecordBytes);
-    }
+  const auto ask_l2 = [&](const DecoderShare& d, int t, int tile) {
+    prefetch_records<kRecordBytes>(record_ahead(d, t, tile), d.count, lane);
   };
   const auto start_decoder = [&](DecoderShare& d) {
-    d.slots = slot_batch(p, row, begin, end, 0, d, lane);
+    d.records = record_or_null(p, slot_batch(p, row, begin, end, 0, d, lane));
     d.next_slots = slot_batch(p, row, begin, end, d.batch_tiles(), d, lane);
-    if (tiles > 0) ask_l2(d, slot_ahead(d, 0, 0));
+    if (tiles > 0) ask_l2(d, 0, 0);
   };
   // Decodes a decoder warp's tokens of tile t into its key tile (and the
   // peer's), having asked L2 for its records of tile t + 1.
@@ -319,14 +350,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int buffer = t % kKeyBuffers;
     const int batch_tiles = d.batch_tiles();
     if (t % batch_tiles == 0 && t > 0) {  // the next batch's slots were loaded a batch ago
-      d.slots = d.next_slots;
+      d.records = record_or_null(p, d.next_slots);
       d.next_slots = slot_batch(p, row, begin, end, t + batch_tiles, d, lane);
     }
-    if (t + 1 < tiles) ask_l2(d, slot_ahead(d, t, t + 1));
+    if (t + 1 < tiles) ask_l2(d, t, t + 1);
     const int first_lane = (t % batch_tiles) * d.count;  // this tile's lanes of the batch
     // This lane's token of round r (of the warp's share).
     const auto round_token = [&](int r) { return kRoundTokens * r + lane / (kWarpSize / kRoundTokens); };
-    const std::int64_t mine = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + lane % d.count);
+    const bool mine = shuffle(d.records, first_lane + lane % d.count) != nullptr;
     PeerTile to_peer{};
     if constexpr (kCrossover) {
       to_peer = {cluster::peer_address(sh.keys[buffer], peer), cluster::peer_address(sh.valid[buffer], peer),
@@ -338,10 +369,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       bool valid;
     };
     const auto locate = [&](int r) {
-      const std::int64_t slot = __shfl_sync(0xFFFFFFFFu, d.slots, first_lane + round_token(r));
-      const bool valid = params::slot_in_range(p.cache, slot);
-      return RoundRecord{
-          valid ? params::record_address(p.cache, slot) : reinterpret_cast<const std::uint8_t*>(kZeroRecord), valid};
+      const std::uint8_t* record = shuffle(d.records, first_lane + round_token(r));
+      return RoundRecord{record != nullptr ? record : reinterpret_cast<const std::uint8_t*>(kZeroRecord),
+                         record != nullptr};
     };
     const auto round = [&](int r, const RoundRecord& at) {
       decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, params, at.record, at.valid, d.first + round_token(r),
@@ -357,7 +387,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int r = 0; r < kRounds; ++r) round(r, at[r]);
     // The valid flags, a word of 4 tokens' bytes a lane.
-    const std::uint32_t has = __ballot_sync(0xFFFFFFFFu, lane < d.count && params::slot_in_range(p.cache, mine));
+    const std::uint32_t has = __ballot_sync(0xFFFFFFFFu, lane < d.count && mine);
     if (lane < d.count / 4) {
       const std::uint32_t bits = has >> (4 * lane) & 0xFu;
       const std::uint32_t word = (bits & 1u) | (bits & 2u) << 7 | (bits & 4u) << 14 | (bits & 8u) << 21;
@@ -456,8 +486,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
         if (arrives) release_keys(buffer);
       }
-      // Each warp's part of each head's sum (over its keys), and the heads'
-      // reference maxima (the same in every warp), for the epilogue.
+      // Each head's sum: each warp's part (over its keys) joined within this
+      // warpgroup, then published with the heads' reference maxima (the same
+      // in every warp) by warp 0 for the epilogue, as the maxima of a tile are.
 #pragma unroll
       for (int i = 0; i < kI; ++i) {
         float sum = row_sum[i];
@@ -465,7 +496,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 8);
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 16);
         if (g == 0) sh.warps.sum[warp][tp::thread_head(i, c)] = sum;
-        if (warp == 0 && g == 0) sh.row_max[tp::thread_head(i, c)] = row_max[i];
+      }
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");  // warpgroup 0's parts are in
+      if (warp == 0 && g == 0) {
+#pragma unroll
+        for (int i = 0; i < kI; ++i) {
+          const int head = tp::thread_head(i, c);
+          sh.row_sum[head] =
+              sh.warps.sum[0][head] + sh.warps.sum[1][head] + sh.warps.sum[2][head] + sh.warps.sum[3][head];
+          sh.row_max[head] = row_max[i];
+        }
       }
     } else {
       warpgroup_math::keep_registers<kValueRegisters>();
@@ -500,7 +540,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     epilogue_barrier();  // the math warpgroups: warpgroup 0's totals are in
-    tp::store_output<Codec, kPartial, kN>(p, o, sh.warps.sum, sh.row_max, row, split, warpgroup, warp, lane);
+    tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, split, warpgroup, warp, lane);
     return;
   } else {
     const int r0 = 16 * warp + g;

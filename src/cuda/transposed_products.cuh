@@ -164,20 +164,16 @@ __device__ __forceinline__ void rescale(float (&o)[4][kN / 2], const float (&alp
 }
 
 /// A math warpgroup's output: its 256 dims of every live head from o, scaled
-/// by the head's 1 / sum (the sum of math warpgroup 0's 4 warps' parts in
-/// warp_sums; the key tile's factor undone); warpgroup 0's warp 0 also
+/// by the head's 1 / sum (the key tile's factor undone); warpgroup 0's warp 0 also
 /// stores the lse. A thread holds dims (rows) g and g + 8 of each
 /// 16 and two adjacent heads; the lane holding the next dim of a head (g + 1
 /// in dim order, g ^ 2 in NVFP4's fragment order: codec::fragment_dim) swaps
 /// values with it, so each stores a pair of adjacent dims of one head.
 template <class Codec, bool kPartial, int kN>
 __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const float (&o)[4][kN / 2],
-                                             const float (&warp_sums)[4][kN], const float* row_maxima, std::int64_t row,
+                                             const float* row_sums, const float* row_maxima, std::int64_t row,
                                              std::int64_t split, int half, int warp, int lane) {
-  const auto totals_of = [&](int head) {
-    return finish_head(warp_sums[0][head] + warp_sums[1][head] + warp_sums[2][head] + warp_sums[3][head],
-                       row_maxima[head]);
-  };
+  const auto totals_of = [&](int head) { return finish_head(row_sums[head], row_maxima[head]); };
   const int g = lane / 4;
   const int c = lane % 4;
   constexpr int kPartner = kFragmentDecode<Codec> ? 2 : 1;  // in g

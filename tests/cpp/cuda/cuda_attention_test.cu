@@ -261,6 +261,17 @@ TEST(cuda_sparse_mla_decode, odd_head_counts_and_long_rows_match_the_cpu) {
   }
 }
 
+// More blocks than an H200 has SMs without a workspace (one block a row of
+// 16 heads, 300 rows): the blocks that run after others on an SM, in the
+// shared memory those left, match the CPU.
+TEST(cuda_sparse_mla_decode, more_blocks_than_sms_match_the_cpu) {
+  MLAKV_REQUIRE_GPU();
+  AttentionCache cache(Format::kNvfp4DsMlaFp8Rope, 4000, 5);
+  Problem p = make_problem(16, 200, cache.capacity(), 11, /*repeats=*/100);  // 300 rows
+  const Result cpu = run_cpu(cache, p);
+  expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), "H=16 K=200 R=300");
+}
+
 TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   AttentionCache cache(Format::kNvfp4DsMlaFp8RopePts, 512, 8);
