@@ -103,32 +103,24 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
 };
 
 // Where the wide-tile kernel's transposed products (the keys as the wgmma M,
-// no head padding) take a row of up to 32 heads: up to 16 heads always (the
-// FlashMLA anchor at a7dc1f2 against the split-dims and shared-tile kernels
-// of 0a5dc6a, FlashMLA time / mlakv time at R = 1 / 16 / 64 / 128: 368 B
-// 1.39 / 1.34 / 1.23 / 1.12 against 1.23 / 1.12 / 1.18 / 1.10, 656 B 1.33 /
-// 1.12 / 0.98 / 0.87 against 1.29 / 1.05 / 0.94 / 0.79); at 17-32 heads the
-// NVFP4 records below 64 rows only (368 B at H = 32: 1.27 / 1.24 / 1.11 /
-// 0.92 against 1.16 / 1.21 / 1.09 / 0.99 on the 32-key kernel, which also
-// keeps the FP8 records there: 656 B 1.18 / 1.01 / 0.88 / 0.80 against
-// 1.18 / 1.05 / 0.89 / 0.80).
-bool transposed_products_for(bool nvfp4, std::int64_t rows, std::int64_t heads) {
-  return heads <= 16 || (nvfp4 && heads <= wide_tiles::kTransposedHeads && rows < 64);
-}
+// no head padding) take a row of up to 32 heads: every record they are built
+// for, at every row count, since their decoders' loads and addresses were
+// cut (8e5212a). H200 bench at 8e5212a against the 32-key kernel, which used
+// to keep 17-32 heads from 64 rows and the FP8 records there, us at R = 64 /
+// 128, H = 32: 368 B 58.4 / 91.5 against 67.6 / 112.8, 656 B 70.8 / 116.2
+// against 86.8 / 149.0; at R = 1 and 16 no slower.
+bool transposed_products_for(std::int64_t heads) { return heads <= wide_tiles::kTransposedHeads; }
 
-// From 64 blocks of 64 heads the wide-tile kernel is the faster one (H200,
-// fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128 blocks, 0.92-1.00
-// at 64); with fewer, rows are split into runs of a few tiles, whose two-tile
-// pipeline fills and drains too often (R = 16: 1.05-1.18 of the time). The
-// NVFP4 records take it only where a row's blocks pair up (crossover): with
-// one block a row the 32-key kernel's record ring hides the DRAM latency
-// better (FlashMLA anchor, H = 64, R = 64: 89.8 against 94.9 us for the
-// 368-byte records; with crossover at H = 128: 140.7 against 126.4).
-template <class Codec>
+// From 64 blocks of 64 heads the wide-tile kernel is the faster one, for the
+// FP8 records (H200, fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128
+// blocks, 0.92-1.00 at 64) and, since 8e5212a, the NVFP4 ones too with one
+// block a row (368 B at H = 64, R = 64 / 128: 71.0 / 104.5 against 79.5 /
+// 120.7 us on the 32-key kernel); with fewer, rows are split into runs of a
+// few tiles, whose two-tile pipeline fills and drains too often (R = 16:
+// 1.05-1.18 of the time).
 bool wide_tiles_for(std::int64_t rows, std::int64_t heads) {
-  if (heads <= wide_tiles::kTransposedHeads) return transposed_products_for(kFragmentDecode<Codec>, rows, heads);
-  if (rows * ((heads + 63) / 64) < 64) return false;
-  return !kFragmentDecode<Codec> || wide_tiles::crossover_for(heads);
+  if (transposed_products_for(heads)) return true;
+  return rows * ((heads + 63) / 64) >= 64;
 }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
@@ -148,7 +140,7 @@ struct KernelChoice {
 };
 
 DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  if (choice.wide_tiles && transposed_products_for(choice.decodes_to_fragments, rows, heads)) {
+  if (choice.wide_tiles && transposed_products_for(heads)) {
     return DecodeKernel::kWarpgroups;
   }
   // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
@@ -596,7 +588,7 @@ cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPl
                               cudaStream_t stream) {
   cudaError_t status = cudaSuccess;
   if constexpr (kWideTiles<Codec>) {
-    status = wide_tiles_for<Codec>(p.rows, p.heads)
+    status = wide_tiles_for(p.rows, p.heads)
                  ? wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream)
                  : warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
   } else {

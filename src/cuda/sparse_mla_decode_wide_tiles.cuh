@@ -82,6 +82,7 @@ struct Storage {
   std::uint64_t keys_empty[kKeyBuffers];
   std::uint64_t probs_full;   // 4 arrivals of warpgroup 0: P and alpha are in
   std::uint64_t probs_empty;  // 4 arrivals of warpgroup 1: its P x V read them
+  std::uint64_t totals_full;  // 4 arrivals of warpgroup 0: each head's sum and maximum are in
 };
 
 template <int kBlockHeads>
@@ -279,13 +280,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr std::uint32_t kWarpArrivals = 1;
 #endif
   const bool arrives = kWarpArrivals > 1 || lane == 0;
-  const auto epilogue_barrier = [] {
-#if defined(MLAKV_RACECHECK_ARRIVALS)
-    asm volatile("bar.sync 1, 384;\n" ::: "memory");
-#else
-    asm volatile("bar.sync 1, 256;\n" ::: "memory");
-#endif
+  // Warpgroup 0's publication of each head's totals (sh.row_sum, sh.row_max)
+  // to both math warpgroups' epilogues: an mbarrier, as the weights' are.
+  const auto publish_totals = [&] {
+    __syncwarp();  // every lane's stores before lane 0 arrives
+    if (arrives) barrier_arrive(&sh.totals_full);
   };
+  const auto wait_totals = [&] { bulk_barrier_wait(&sh.totals_full, 0); };
   // With crossover, block `rank` of the cluster decodes tokens 32 rank.. of each tile.
   const std::uint32_t rank = kCrossover ? cluster::rank() : 0u;
   const std::uint32_t peer = rank ^ 1u;
@@ -297,6 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     barrier_init(&sh.probs_full, 4 * kWarpArrivals);
     barrier_init(&sh.probs_empty, 4 * kWarpArrivals);
+    barrier_init(&sh.totals_full, 4 * kWarpArrivals);
     bulk_barrier_init_fence();
   }
   warpgroup_io::load_query<Codec, kThreads, kBlockHeads>(sh.q, p, row, head0, tid);
@@ -411,9 +413,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     start_decoder(d);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) decode.template operator()<kDecoderTokens / kRoundTokens>(d, t);
-#if defined(MLAKV_RACECHECK_ARRIVALS)
-    asm volatile("bar.arrive 1, 384;\n" ::: "memory");  // racecheck's build: the epilogue barrier spans the block
-#endif
     if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals
     return;
   }
@@ -507,6 +506,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           sh.row_max[head] = row_max[i];
         }
       }
+      publish_totals();
     } else {
       warpgroup_math::keep_registers<kValueRegisters>();
       DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
@@ -539,7 +539,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    epilogue_barrier();  // the math warpgroups: warpgroup 0's totals are in
+    wait_totals();
     tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, split, warpgroup, warp, lane);
     return;
   } else {
@@ -592,6 +592,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (arrives) release_keys(buffer);
       }
       warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
+      publish_totals();
     } else {
       warpgroup_math::keep_registers<kValueRegisters>();
       // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
@@ -621,8 +622,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    epilogue_barrier();  // the math warpgroups: warpgroup 0's totals are in
-
+    wait_totals();
     warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
     if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
   }

@@ -284,11 +284,11 @@ TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
   }
 }
 
-// On Hopper the NVFP4 records but pts take the 64-key kernel's transposed
-// products up to 32 heads below 64 rows (the 36 here); elsewhere, and for pts,
-// with a few rows the shared-tile kernel runs (the tests above), and with at
-// least a fifth as many rows as SMs (27 on an H200) the split-dims kernel up
-// to 16 heads and on Hopper the 32-key warpgroup kernel for 17-32.
+// On Hopper every record but pts takes the 64-key kernel's transposed
+// products up to 32 heads; elsewhere, and for pts, with a few rows the
+// shared-tile kernel runs (the tests above), and with at least a fifth as
+// many rows as SMs (27 on an H200, the 36 here) the split-dims kernel up to
+// 16 heads and on Hopper the 32-key warpgroup kernel for 17-32.
 TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every_nvfp4_format) {
   MLAKV_REQUIRE_GPU();
   for (const Format format :
@@ -313,12 +313,11 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
   expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), "H=16 K=5000 R=36 (no workspace)");
 }
 
-// On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
-// (from 64 blocks of 64 heads: 69 rows of 40 or 64, 36 of 100 or 128, those
-// two with crossover: a row's two blocks in a cluster, the second of 100
-// heads with 28 past H) and, with crossover only, for the NVFP4 ones but pts;
-// 32-key tiles for the NVFP4 ones otherwise (and for the FP8 ones with fewer
-// blocks, as in the tests above).
+// On Hopper these take a warpgroup kernel: 64-key tiles for every record
+// but pts from 64 blocks of 64 heads (69 rows of 40 or 64, 36 of 100 or 128,
+// those two with crossover: a row's two blocks in a cluster, the second of
+// 100 heads with 28 past H); 32-key tiles for pts, and for the others with
+// fewer blocks (as in the tests above).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   // Every record the 64-key kernel takes (crossover at 100 and 128 heads), and pts on the 32-key one.
