@@ -111,16 +111,20 @@ inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> 
 // against 86.8 / 149.0; at R = 1 and 16 no slower.
 bool transposed_products_for(std::int64_t heads) { return heads <= wide_tiles::kTransposedHeads; }
 
-// From 64 blocks of 64 heads the wide-tile kernel is the faster one, for the
-// FP8 records (H200, fp8_ds_mla: 0.86-0.89 of the 32-key tiles' time from 128
-// blocks, 0.92-1.00 at 64) and, since 8e5212a, the NVFP4 ones too with one
-// block a row (368 B at H = 64, R = 64 / 128: 71.0 / 104.5 against 79.5 /
-// 120.7 us on the 32-key kernel); with fewer, rows are split into runs of a
-// few tiles, whose two-tile pipeline fills and drains too often (R = 16:
-// 1.05-1.18 of the time).
-bool wide_tiles_for(std::int64_t rows, std::int64_t heads) {
-  if (transposed_products_for(heads)) return true;
-  return rows * ((heads + 63) / 64) >= 64;
+// Beyond 32 heads the wide-tile kernel is the faster one for the FP8 records
+// at every row count, and for the NVFP4 ones (their fragment decode) from 4
+// blocks of 64 heads, or from 64 with crossover; fewer blocks keep the
+// shared-tile kernel (one block) or the 32-key kernel. H200 bench at 851ca1d
+// against the kernels that ran before, us: fp8_ds_mla at H = 64, R = 1 / 16
+// / 32 17.1 / 31.7 / 46.6 against 19.9 / 35.3 / 54.4, at H = 128, R = 1 / 16
+// 19.2 / 48.4 against 20.5 / 54.4; 368 B at H = 64, R = 4 / 16 / 32 26.7 /
+// 33.2 / 45.1 against 27.9 / 36.1 / 50.4, at R = 1 20.9 against 20.3; with
+// crossover (H = 128) at R = 1 / 4 / 16 24.0 / 30.7 / 53.6 against 20.7 /
+// 29.4 / 50.7, where the split rows' two-tile pipeline fills and drains
+// too often and waits on its peer.
+bool wide_tiles_for(bool nvfp4, std::int64_t rows, std::int64_t heads) {
+  if (transposed_products_for(heads) || !nvfp4) return true;
+  return rows * ((heads + 63) / 64) >= (wide_tiles::crossover_for(heads) ? 64 : 4);
 }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
@@ -140,7 +144,7 @@ struct KernelChoice {
 };
 
 DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  if (choice.wide_tiles && transposed_products_for(heads)) {
+  if (choice.wide_tiles && wide_tiles_for(choice.decodes_to_fragments, rows, heads)) {
     return DecodeKernel::kWarpgroups;
   }
   // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
@@ -588,7 +592,7 @@ cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPl
                               cudaStream_t stream) {
   cudaError_t status = cudaSuccess;
   if constexpr (kWideTiles<Codec>) {
-    status = wide_tiles_for(p.rows, p.heads)
+    status = wide_tiles_for(kFragmentDecode<Codec>, p.rows, p.heads)
                  ? wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream)
                  : warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
   } else {
