@@ -417,6 +417,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
+  // Math warpgroup 1: its part of tile t + 1's decode before tile t's P x V
+  // (the key tile it fills was released by both P x V of tile t - 1), then
+  // add_values(buffer) once the tile and its weights are in; it releases
+  // both.
+  const auto value_warpgroup = [&](auto&& add_values) {
+    DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
+    if constexpr (kValueTokens > 0) {
+      start_decoder(d);
+      if (tiles > 0) decode.template operator()<kValueTokens / kRoundTokens>(d, 0);
+    }
+#pragma unroll 1
+    for (int t = 0; t < tiles; ++t) {
+      if constexpr (kValueTokens > 0) {
+        if (t + 1 < tiles) decode.template operator()<kValueTokens / kRoundTokens>(d, t + 1);
+      }
+      const int buffer = t % kKeyBuffers;
+      wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+      bulk_barrier_wait(&sh.probs_full, static_cast<std::uint32_t>(t) & 1u);
+      add_values(buffer);
+      __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
+      if (arrives) {
+        release_keys(buffer);
+        barrier_arrive(&sh.probs_empty);
+      }
+    }
+  };
   const int g = lane / 4;  // accumulator rows 16 warp + g and + 8, columns 2 c, 2 c + 1 of each 8
   const int c = lane % 4;
   if constexpr (kTransposed) {
@@ -509,20 +535,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       publish_totals();
     } else {
       warpgroup_math::keep_registers<kValueRegisters>();
-      DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
-      if constexpr (kValueTokens > 0) {
-        start_decoder(d);
-        if (tiles > 0) decode.template operator()<kValueTokens / kRoundTokens>(d, 0);
-      }
-#pragma unroll 1
-      for (int t = 0; t < tiles; ++t) {
-        if constexpr (kValueTokens > 0) {
-          if (t + 1 < tiles) decode.template operator()<kValueTokens / kRoundTokens>(d, t + 1);
-        }
-        const int buffer = t % kKeyBuffers;
-        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
-        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
-        bulk_barrier_wait(&sh.probs_full, phase);
+      value_warpgroup([&](int buffer) {
         float alpha[kI];
         bool moved = false;
 #pragma unroll
@@ -532,12 +545,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if (__any_sync(0xFFFFFFFFu, moved)) tp::rescale<kN>(o, alpha);
         tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 1);
-        __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
-        if (arrives) {
-          release_keys(buffer);
-          barrier_arrive(&sh.probs_empty);
-        }
-      }
+      });
     }
     wait_totals();
     tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, split, warpgroup, warp, lane);
@@ -595,32 +603,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       publish_totals();
     } else {
       warpgroup_math::keep_registers<kValueRegisters>();
-      // This warpgroup's part of tile t + 1's decode before tile t's P x V: the
-      // key tile it fills was released by both P x V of tile t - 1.
-      DecoderShare d{first_token + kValueTokens * warp, kValueTokens};
-      if constexpr (kValueTokens > 0) {
-        start_decoder(d);
-        if (tiles > 0) decode.template operator()<kValueTokens / kRoundTokens>(d, 0);
-      }
-#pragma unroll 1
-      for (int t = 0; t < tiles; ++t) {
-        if constexpr (kValueTokens > 0) {
-          if (t + 1 < tiles) decode.template operator()<kValueTokens / kRoundTokens>(d, t + 1);
-        }
-        const int buffer = t % kKeyBuffers;
-        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
-        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
-        bulk_barrier_wait(&sh.probs_full, phase);
+      value_warpgroup([&](int buffer) {
         const float alpha0 = sh.alpha[r0];
         const float alpha1 = sh.alpha[r1];
         if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
         warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
-        __syncwarp();  // every lane's reads of the tile and the weights come before lane 0 releases them
-        if (arrives) {
-          release_keys(buffer);
-          barrier_arrive(&sh.probs_empty);
-        }
-      }
+      });
     }
     wait_totals();
     warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
