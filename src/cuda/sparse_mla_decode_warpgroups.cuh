@@ -72,11 +72,6 @@ __device__ __forceinline__ std::int64_t slot_batch(const params::SparseDecodePar
   return entry < end ? __ldg(p.indices + row * p.indices_stride_row_elems + entry) : -1;
 }
 
-/// The record of a slot, or null for one negative or past capacity (never read).
-__device__ __forceinline__ const std::uint8_t* record_or_null(const params::SparseDecodeParams& p, std::int64_t slot) {
-  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
-}
-
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// The producer warp's records of tile `tile` into ring stage `stage`:
@@ -217,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // Starts a decoder warp's ring: tiles 0..kRing - 1's copies.
   const auto start_ring = [&](Decoder& d) {
-    d.batch = record_or_null(p, slot_batch(p, row, begin, end, 0, d.producer, lane));
+    d.batch = params::record_or_null(p.cache, slot_batch(p, row, begin, end, 0, d.producer, lane));
     d.next_slots = slot_batch(p, row, begin, end, kBatchTiles, d.producer, lane);
 #pragma unroll
     for (int s = 0; s < kRing; ++s) {
@@ -237,7 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lane == 0) barrier_arrive(&sh.keys_full[buffer]);
     if (const int tile = t + kRing; tile < tiles) {
       if (tile % kBatchTiles == 0) {  // its slots were loaded a batch ago
-        d.batch = record_or_null(p, d.next_slots);
+        d.batch = params::record_or_null(p.cache, d.next_slots);
         d.next_slots = slot_batch(p, row, begin, end, tile + kBatchTiles, d.producer, lane);
       }
       issue_tile(sh, d.batch, tile, stage, d.producer, lane);

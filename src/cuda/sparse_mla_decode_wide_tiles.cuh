@@ -133,11 +133,6 @@ __device__ __forceinline__ std::int64_t slot_batch(const params::SparseDecodePar
   return tile < share.batch_tiles() && entry < end ? __ldg(p.indices + row * p.indices_stride_row_elems + entry) : -1;
 }
 
-/// The record of a slot, or null for an entry without one.
-__device__ __forceinline__ const std::uint8_t* record_or_null(const params::SparseDecodeParams& p, std::int64_t slot) {
-  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
-}
-
 /// Lane `from`'s record address, or slot.
 __device__ __forceinline__ const std::uint8_t* shuffle(const std::uint8_t* record, int from) {
   return reinterpret_cast<const std::uint8_t*>(
@@ -334,14 +329,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto record_ahead = [&](const DecoderShare& d, int t, int tile) {
     const int batch_tiles = d.batch_tiles();
     const int from = (tile % batch_tiles) * d.count + lane % d.count;
-    return tile / batch_tiles != t / batch_tiles ? record_or_null(p, shuffle(d.next_slots, from))
+    return tile / batch_tiles != t / batch_tiles ? params::record_or_null(p.cache, shuffle(d.next_slots, from))
                                                  : shuffle(d.records, from);
   };
   const auto ask_l2 = [&](const DecoderShare& d, int t, int tile) {
     prefetch_records<kRecordBytes>(record_ahead(d, t, tile), d.count, lane);
   };
   const auto start_decoder = [&](DecoderShare& d) {
-    d.records = record_or_null(p, slot_batch(p, row, begin, end, 0, d, lane));
+    d.records = params::record_or_null(p.cache, slot_batch(p, row, begin, end, 0, d, lane));
     d.next_slots = slot_batch(p, row, begin, end, d.batch_tiles(), d, lane);
     if (tiles > 0) ask_l2(d, 0, 0);
   };
@@ -352,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int buffer = t % kKeyBuffers;
     const int batch_tiles = d.batch_tiles();
     if (t % batch_tiles == 0 && t > 0) {  // the next batch's slots were loaded a batch ago
-      d.records = record_or_null(p, d.next_slots);
+      d.records = params::record_or_null(p.cache, d.next_slots);
       d.next_slots = slot_batch(p, row, begin, end, t + batch_tiles, d, lane);
     }
     if (t + 1 < tiles) ask_l2(d, t, t + 1);

@@ -97,6 +97,11 @@ MLAKV_HD std::uint8_t* record_address(const CacheLayout& cache, std::int64_t slo
 
 MLAKV_HD bool slot_in_range(const CacheLayout& cache, std::int64_t slot) { return slot >= 0 && slot < cache.capacity; }
 
+/// The record of a slot, or null for a slot outside [0, capacity) (an entry without one).
+MLAKV_HD const std::uint8_t* record_or_null(const CacheLayout& cache, std::int64_t slot) {
+  return slot_in_range(cache, slot) ? record_address(cache, slot) : nullptr;
+}
+
 struct WriteParams {
   Format format;
   codec::InputDtype dtype;
