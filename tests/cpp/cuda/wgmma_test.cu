@@ -2,7 +2,9 @@
 // GPU tests of the warpgroup tensor-core primitives (src/cuda/wgmma.cuh) in
 // the tile layouts the warpgroup decode kernels use: scores = Q x K^T over
 // the swizzled 64 x 576 query and 32 x 576 (warpgroups) or 64 x 576 (wide
-// tiles) key tiles, and P x V with the key tile read MN-major as values.
+// tiles) key tiles, and P x V with the key tile read MN-major as values; and
+// the transposed products of rows of up to 32 heads (scores^T = K x Q^T,
+// out^T = V^T x P^T with P^T stored from the accumulators by stmatrix .trans).
 // Small integers make every product exact, so the results must equal the
 // host's bit for bit. Skipped without an sm_90 device (wgmma is sm_90a code).
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include "codec/element.h"
 #include "cuda/sparse_mla_decode_warpgroups.cuh"
 #include "cuda/sparse_mla_decode_wide_tiles.cuh"
+#include "cuda/transposed_products.cuh"
 #include "cuda/wgmma.cuh"
 #include "cuda_support.h"
 
@@ -112,6 +115,81 @@ __global__ void products_kernel(const std::uint16_t* q, const std::uint16_t* key
 #endif
 }
 
+template <int kN>
+struct alignas(1024) TransposedTiles {
+  std::uint8_t q[wg::kColumnBlocks * kN * 128];
+  std::uint8_t keys[wg::kColumnBlocks * wide::kKeyBlockBytes];
+  std::uint8_t probs[kN * 128];
+};
+
+// One warpgroup: the transposed products of kN heads and a 64-key tile. The
+// weights go from registers in the scores' accumulator layout (taken from
+// probs [kN][64]) through store_weights; scores [kN][64] and out [kN][512]
+// are written from the accumulator layouts.
+template <int kN>
+__global__ void transposed_products_kernel(const std::uint16_t* q, const std::uint16_t* keys,
+                                           const std::uint16_t* probs, float* scores, float* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  namespace tp = cuda::transposed_products;
+  using T = TransposedTiles<kN>;
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  auto& sh = *reinterpret_cast<T*>(smem_raw + (1024u - cuda::shared_address(smem_raw) % 1024u) % 1024u);
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int i = tid; i < kN * kQueryDim; i += 128) {
+    *reinterpret_cast<std::uint16_t*>(sh.q + cuda::wgmma::swizzled_offset(i / kQueryDim, i % kQueryDim, kN * 128)) =
+        q[i];
+  }
+  for (int i = tid; i < wide::kTileTokens * kQueryDim; i += 128) {
+    *reinterpret_cast<std::uint16_t*>(
+        sh.keys + cuda::wgmma::swizzled_offset(i / kQueryDim, i % kQueryDim, wide::kKeyBlockBytes)) = keys[i];
+  }
+  cuda::bulk_copy_fence();
+  __syncthreads();
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int g = lane / 4;
+  const int c = lane % 4;
+  // Accumulator element 4 j + 2 h + e: row (key or dim) 16 warp + g + 8 h, column (head) 8 j + 2 c + e.
+  float s[kN / 2];
+  tp::issue_scores<kN>(s, sh.q, sh.keys);
+  cuda::wgmma::wait<0>();
+  cuda::wgmma::fence_operands(s);
+  float w[kN / 2];
+  for (int j = 0; j < kN / 8; ++j) {
+    for (int h = 0; h < 2; ++h) {
+      for (int e = 0; e < 2; ++e) {
+        const int key = 16 * warp + g + 8 * h;
+        const int head = 8 * j + 2 * c + e;
+        scores[head * wide::kTileTokens + key] = s[4 * j + 2 * h + e];
+        w[4 * j + 2 * h + e] = codec::load_input<codec::InputDtype::kBf16>(probs[head * wide::kTileTokens + key]);
+      }
+    }
+  }
+  tp::store_weights<kN>(sh.probs, w, warp, lane);
+  cuda::bulk_copy_fence();
+  __syncthreads();
+  for (int half = 0; half < 2; ++half) {
+    float o[4][kN / 2];
+    for (int m = 0; m < 4; ++m) {
+      for (int i = 0; i < kN / 2; ++i) o[m][i] = 0.0f;
+    }
+    tp::add_probs_times_values<kN>(o, sh.probs, sh.keys, half);
+    for (int m = 0; m < 4; ++m) {
+      for (int j = 0; j < kN / 8; ++j) {
+        for (int h = 0; h < 2; ++h) {
+          for (int e = 0; e < 2; ++e) {
+            const int dim = 256 * half + 64 * m + 16 * warp + g + 8 * h;
+            out[(8 * j + 2 * c + e) * kValueDim + dim] = o[m][4 * j + 2 * h + e];
+          }
+        }
+      }
+    }
+  }
+#else
+  (void)q, (void)keys, (void)probs, (void)scores, (void)out;
+#endif
+}
+
 bool hopper_present() {
   if (!cuda_device_present()) return false;
   int major = 0;
@@ -168,6 +246,52 @@ void expect_products_equal_the_host_ones() {
     }
   }
   EXPECT_EQ(checked, kHeads * (kTokens + kValueDim));
+}
+
+template <int kN>
+void expect_transposed_products_equal_the_host_ones() {
+  constexpr int kTokens = wide::kTileTokens;
+  const auto q = small_integers(kN * kQueryDim, 4, 7);
+  const auto keys = small_integers(kTokens * kQueryDim, 5, 7);
+  const auto probs = small_integers(kN * kTokens, 6, 3);
+  DeviceBuffer dq(q);
+  DeviceBuffer dk(keys);
+  DeviceBuffer dp(probs);
+  DeviceBuffer ds(kN * kTokens * sizeof(float));
+  DeviceBuffer dout(kN * kValueDim * sizeof(float));
+  const int shared = static_cast<int>(sizeof(TransposedTiles<kN>)) + 1024;
+  MLAKV_CUDA_OK(
+      cudaFuncSetAttribute(transposed_products_kernel<kN>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  transposed_products_kernel<kN><<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(),
+                                                     dp.get<std::uint16_t>(), ds.get<float>(), dout.get<float>());
+  MLAKV_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> scores(kN * kTokens);
+  std::vector<float> out(kN * kValueDim);
+  ds.copy_to_host(scores.data());
+  dout.copy_to_host(out.data());
+  const auto value = [](std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); };
+  int checked = 0;
+  for (int h = 0; h < kN; ++h) {
+    for (int t = 0; t < kTokens; ++t) {
+      float want = 0.0f;
+      for (int d = 0; d < kQueryDim; ++d) want += value(q[h * kQueryDim + d]) * value(keys[t * kQueryDim + d]);
+      ASSERT_EQ(scores[h * kTokens + t], want) << "score head " << h << " token " << t;
+      ++checked;
+    }
+    for (int d = 0; d < kValueDim; ++d) {
+      float want = 0.0f;
+      for (int t = 0; t < kTokens; ++t) want += value(probs[h * kTokens + t]) * value(keys[t * kQueryDim + d]);
+      ASSERT_EQ(out[h * kValueDim + d], want) << "output head " << h << " dim " << d;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, kN * (kTokens + kValueDim));
+}
+
+TEST(cuda_wgmma, transposed_scores_and_values_times_weights_of_16_and_32_heads_equal_the_host_products) {
+  if (!hopper_present()) GTEST_SKIP() << "no sm_90 device";
+  expect_transposed_products_equal_the_host_ones<16>();
+  expect_transposed_products_equal_the_host_ones<32>();
 }
 
 TEST(cuda_wgmma, scores_and_probs_times_values_in_the_32_key_tile_layout_equal_the_host_products) {
