@@ -591,7 +591,9 @@ template <class Codec>
 cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPlan& plan, int device,
                               cudaStream_t stream) {
   cudaError_t status = cudaSuccess;
-  if constexpr (kWideTiles<Codec>) {
+  if constexpr (kWideTiles<Codec> && !kFragmentDecode<Codec>) {  // the FP8 records: always (wide_tiles_for)
+    status = wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
+  } else if constexpr (kWideTiles<Codec>) {
     status = wide_tiles_for(kFragmentDecode<Codec>, p.rows, p.heads)
                  ? wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream)
                  : warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The warpgroup sparse decode's launcher, compiled for sm_90a only (its own
-// object library in CMakeLists.txt): one instantiation per record that fits.
+// object library in CMakeLists.txt): one instantiation per NVFP4 record (the
+// FP8 records always take the wide tiles: sparse_mla_decode.cu).
 #include "cuda/launch_decode_kernel.h"
 #include "cuda/sparse_mla_decode_warpgroups.cuh"
 
@@ -27,8 +28,6 @@ cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_pe
                      : launch_kernel<Codec, true>(p, splits, units_per_split, device, stream);
 }
 
-template cudaError_t launch<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
-template cudaError_t launch<codec::CodecFp8DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
 template cudaError_t launch<codec::CodecNvfp4DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
 template cudaError_t launch<codec::CodecNvfp4DsMlaFp8Rope>(const params::SparseDecodeParams&, int, int, int,
                                                            cudaStream_t);
