@@ -210,82 +210,60 @@ std::vector<std::uint16_t> small_integers(std::size_t n, int seed, int range) {
   return v;
 }
 
-template <int kTokens>
-void expect_products_equal_the_host_ones() {
-  const auto q = small_integers(kHeads * kQueryDim, 1, 7);
-  const auto keys = small_integers(kTokens * kQueryDim, 2, 7);
-  const auto probs = small_integers(kHeads * kTokens, 3, 3);
+// A test kernel of one warpgroup: (query, keys, weights) -> (scores, outputs).
+using ProductsKernel = void (*)(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*, float*, float*);
+
+// Runs `kernel` with `shared` bytes on small-integer tiles of `heads` query
+// heads, `tokens` keys and [heads][tokens] weights (seeds seed.. seed + 2)
+// and checks its scores [heads][tokens] and outputs [heads][512] against the
+// host's products, bit for bit.
+void expect_kernel_products_equal_the_host_ones(ProductsKernel kernel, int heads, int tokens, int shared, int seed) {
+  const auto q = small_integers(heads * kQueryDim, seed, 7);
+  const auto keys = small_integers(tokens * kQueryDim, seed + 1, 7);
+  const auto probs = small_integers(heads * tokens, seed + 2, 3);
   DeviceBuffer dq(q);
   DeviceBuffer dk(keys);
   DeviceBuffer dp(probs);
-  DeviceBuffer ds(kHeads * kTokens * sizeof(float));
-  DeviceBuffer dout(kHeads * kValueDim * sizeof(float));
-  const int shared = static_cast<int>(sizeof(Tiles<kTokens>)) + 1024;
-  MLAKV_CUDA_OK(cudaFuncSetAttribute(products_kernel<kTokens>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  products_kernel<kTokens><<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(),
-                                               dp.get<std::uint16_t>(), ds.get<float>(), dout.get<float>());
+  DeviceBuffer ds(heads * tokens * sizeof(float));
+  DeviceBuffer dout(heads * kValueDim * sizeof(float));
+  MLAKV_CUDA_OK(
+      cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  kernel<<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(), dp.get<std::uint16_t>(), ds.get<float>(),
+                             dout.get<float>());
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
-  std::vector<float> scores(kHeads * kTokens);
-  std::vector<float> out(kHeads * kValueDim);
+  std::vector<float> scores(heads * tokens);
+  std::vector<float> out(heads * kValueDim);
   ds.copy_to_host(scores.data());
   dout.copy_to_host(out.data());
   const auto value = [](std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); };
   int checked = 0;
-  for (int h = 0; h < kHeads; ++h) {
-    for (int t = 0; t < kTokens; ++t) {
+  for (int h = 0; h < heads; ++h) {
+    for (int t = 0; t < tokens; ++t) {
       float want = 0.0f;
       for (int d = 0; d < kQueryDim; ++d) want += value(q[h * kQueryDim + d]) * value(keys[t * kQueryDim + d]);
-      ASSERT_EQ(scores[h * kTokens + t], want) << "score head " << h << " token " << t;
+      ASSERT_EQ(scores[h * tokens + t], want) << "score head " << h << " token " << t;
       ++checked;
     }
     for (int d = 0; d < kValueDim; ++d) {
       float want = 0.0f;
-      for (int t = 0; t < kTokens; ++t) want += value(probs[h * kTokens + t]) * value(keys[t * kQueryDim + d]);
+      for (int t = 0; t < tokens; ++t) want += value(probs[h * tokens + t]) * value(keys[t * kQueryDim + d]);
       ASSERT_EQ(out[h * kValueDim + d], want) << "output head " << h << " dim " << d;
       ++checked;
     }
   }
-  EXPECT_EQ(checked, kHeads * (kTokens + kValueDim));
+  EXPECT_EQ(checked, heads * (tokens + kValueDim));
+}
+
+template <int kTokens>
+void expect_products_equal_the_host_ones() {
+  expect_kernel_products_equal_the_host_ones(products_kernel<kTokens>, kHeads, kTokens,
+                                             static_cast<int>(sizeof(Tiles<kTokens>)) + 1024, 1);
 }
 
 template <int kN>
 void expect_transposed_products_equal_the_host_ones() {
-  constexpr int kTokens = wide::kTileTokens;
-  const auto q = small_integers(kN * kQueryDim, 4, 7);
-  const auto keys = small_integers(kTokens * kQueryDim, 5, 7);
-  const auto probs = small_integers(kN * kTokens, 6, 3);
-  DeviceBuffer dq(q);
-  DeviceBuffer dk(keys);
-  DeviceBuffer dp(probs);
-  DeviceBuffer ds(kN * kTokens * sizeof(float));
-  DeviceBuffer dout(kN * kValueDim * sizeof(float));
-  const int shared = static_cast<int>(sizeof(TransposedTiles<kN>)) + 1024;
-  MLAKV_CUDA_OK(
-      cudaFuncSetAttribute(transposed_products_kernel<kN>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  transposed_products_kernel<kN><<<1, 128, shared>>>(dq.get<std::uint16_t>(), dk.get<std::uint16_t>(),
-                                                     dp.get<std::uint16_t>(), ds.get<float>(), dout.get<float>());
-  MLAKV_CUDA_OK(cudaDeviceSynchronize());
-  std::vector<float> scores(kN * kTokens);
-  std::vector<float> out(kN * kValueDim);
-  ds.copy_to_host(scores.data());
-  dout.copy_to_host(out.data());
-  const auto value = [](std::uint16_t bits) { return codec::load_input<codec::InputDtype::kBf16>(bits); };
-  int checked = 0;
-  for (int h = 0; h < kN; ++h) {
-    for (int t = 0; t < kTokens; ++t) {
-      float want = 0.0f;
-      for (int d = 0; d < kQueryDim; ++d) want += value(q[h * kQueryDim + d]) * value(keys[t * kQueryDim + d]);
-      ASSERT_EQ(scores[h * kTokens + t], want) << "score head " << h << " token " << t;
-      ++checked;
-    }
-    for (int d = 0; d < kValueDim; ++d) {
-      float want = 0.0f;
-      for (int t = 0; t < kTokens; ++t) want += value(probs[h * kTokens + t]) * value(keys[t * kQueryDim + d]);
-      ASSERT_EQ(out[h * kValueDim + d], want) << "output head " << h << " dim " << d;
-      ++checked;
-    }
-  }
-  EXPECT_EQ(checked, kN * (kTokens + kValueDim));
+  expect_kernel_products_equal_the_host_ones(transposed_products_kernel<kN>, kN, wide::kTileTokens,
+                                             static_cast<int>(sizeof(TransposedTiles<kN>)) + 1024, 4);
 }
 
 TEST(cuda_wgmma, transposed_scores_and_values_times_weights_of_16_and_32_heads_equal_the_host_products) {
