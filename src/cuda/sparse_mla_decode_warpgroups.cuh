@@ -141,22 +141,15 @@ __device__ __forceinline__ void issue_scores(float (&latent)[16], float (&rope)[
                                              const std::uint8_t* keys) {
   wgmma::fence_operands(latent);
   wgmma::fence_operands(rope);
-  const std::uint64_t q_step0 = wgmma::descriptor(q, 16, 1024);
-  const std::uint64_t keys_step0 = wgmma::descriptor(keys, 16, 1024);
-  wgmma::fence();
   constexpr int kLatentSteps = kLatentDim / 16;
-#pragma unroll
-  for (int k = 0; k < kQueryDim / 16; ++k) {
-    const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
-    const std::uint64_t a = wgmma::advanced(q_step0, (k / 4) * kQueryBlockBytes + offset);
-    const std::uint64_t b = wgmma::advanced(keys_step0, (k / 4) * kKeyBlockBytes + offset);
-    if (k < kLatentSteps) {
-      wgmma::mma_64x32(latent, a, b, k > 0 ? 1 : 0);
-    } else {
-      wgmma::mma_64x32(rope, a, b, k > kLatentSteps ? 1 : 0);
-    }
-  }
-  wgmma::commit();
+  warpgroup_math::issue_over_query_dims<kQueryBlockBytes, kKeyBlockBytes>(
+      q, keys, [&](int k, std::uint64_t a, std::uint64_t b) {
+        if (k < kLatentSteps) {
+          wgmma::mma_64x32(latent, a, b, k > 0 ? 1 : 0);
+        } else {
+          wgmma::mma_64x32(rope, a, b, k > kLatentSteps ? 1 : 0);
+        }
+      });
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

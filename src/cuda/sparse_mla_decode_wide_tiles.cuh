@@ -227,17 +227,8 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
 /// Issues (and commits) the tile's scores, 64 heads x 64 keys.
 __device__ __forceinline__ void issue_scores(float (&scores)[32], const std::uint8_t* q, const std::uint8_t* keys) {
   wgmma::fence_operands(scores);
-  const std::uint64_t q_step0 = wgmma::descriptor(q, 16, 1024);
-  const std::uint64_t keys_step0 = wgmma::descriptor(keys, 16, 1024);
-  wgmma::fence();
-#pragma unroll
-  for (int k = 0; k < kQueryDim / 16; ++k) {
-    const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
-    const std::uint64_t a = wgmma::advanced(q_step0, (k / 4) * kQueryBlockBytes + offset);
-    const std::uint64_t b = wgmma::advanced(keys_step0, (k / 4) * kKeyBlockBytes + offset);
-    wgmma::mma_64x64(scores, a, b, k > 0 ? 1 : 0);
-  }
-  wgmma::commit();
+  warpgroup_math::issue_over_query_dims<kQueryBlockBytes, kKeyBlockBytes>(
+      q, keys, [&](int k, std::uint64_t a, std::uint64_t b) { wgmma::mma_64x64(scores, a, b, k > 0 ? 1 : 0); });
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -322,8 +313,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int first_token = static_cast<int>(rank) * kBlockTokens<kCrossover>;
   codec::DecodeParams params = p.decode;
   if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-  // This lane's token (lane % d.count) of tile `tile`, one of the batch of
-  // tile t or the next.
   // This lane's record (token lane % d.count) of tile `tile`, one of the
   // batch of tile t or the next.
   const auto record_ahead = [&](const DecoderShare& d, int t, int tile) {

@@ -43,17 +43,8 @@ __device__ __forceinline__ int thread_head(int i, int c) { return 8 * (i / 2) + 
 template <int kN>
 __device__ __forceinline__ void issue_scores(float (&s)[kN / 2], const std::uint8_t* q, const std::uint8_t* keys) {
   wgmma::fence_operands(s);
-  const std::uint64_t keys_step0 = wgmma::descriptor(keys, 16, 1024);
-  const std::uint64_t q_step0 = wgmma::descriptor(q, 16, 1024);
-  wgmma::fence();
-#pragma unroll
-  for (int k = 0; k < kQueryDim / 16; ++k) {
-    const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
-    const std::uint64_t a = wgmma::advanced(keys_step0, (k / 4) * kKeyBlockBytes + offset);
-    const std::uint64_t b = wgmma::advanced(q_step0, (k / 4) * (kN * 128) + offset);
-    wgmma::mma_64xn<kN>(s, a, b, k > 0 ? 1 : 0);
-  }
-  wgmma::commit();
+  warpgroup_math::issue_over_query_dims<kKeyBlockBytes, kN * 128>(
+      keys, q, [&](int k, std::uint64_t a, std::uint64_t b) { wgmma::mma_64xn<kN>(s, a, b, k > 0 ? 1 : 0); });
 }
 
 /// o (dims 256 half.. of the output, 4 blocks of 64, x kN heads) += V^T x P^T

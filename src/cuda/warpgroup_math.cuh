@@ -21,6 +21,25 @@ inline constexpr int kLaunchRegisters = 168;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
+/// Issues (and commits) a product over the 576 query dims in k16 steps:
+/// mma(k, a, b) with a and b the descriptors of step k of two K-major tiles
+/// (128-byte swizzle) whose 64-column blocks are kABlockBytes and
+/// kBBlockBytes apart. Every kernel's scores step this way.
+template <int kABlockBytes, int kBBlockBytes, class Mma>
+__device__ __forceinline__ void issue_over_query_dims(const std::uint8_t* a_tile, const std::uint8_t* b_tile,
+                                                      Mma&& mma) {
+  const std::uint64_t a_step0 = wgmma::descriptor(a_tile, 16, 1024);
+  const std::uint64_t b_step0 = wgmma::descriptor(b_tile, 16, 1024);
+  wgmma::fence();
+#pragma unroll
+  for (int k = 0; k < kQueryDim / 16; ++k) {
+    const int offset = (k % 4) * 32;  // 16 columns a step within a 64-column block
+    mma(k, wgmma::advanced(a_step0, (k / 4) * kABlockBytes + offset),
+        wgmma::advanced(b_step0, (k / 4) * kBBlockBytes + offset));
+  }
+  wgmma::commit();
+}
+
 /// Issues (and commits) o (a warpgroup's 64 heads x 256 dims of `half`) +=
 /// P x V of a tile of kTokens keys: `probs` [64 heads][kTokens] bf16, `keys`
 /// the key tile (64-column blocks kKeyBlockBytes apart), its first 512 dims
