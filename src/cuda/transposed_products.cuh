@@ -25,8 +25,6 @@
 
 namespace mlakv::cuda::transposed_products {
 
-using warpgroup_math::fast_exp2;
-using warpgroup_math::kMaxGrowth;
 using wide_tiles::kKeyBlockBytes;
 using wide_tiles::kTileTokens;
 
@@ -96,24 +94,21 @@ __device__ __forceinline__ void mask_scores(float (&s)[kN / 2], const bool (&ok)
 
 /// The online softmax step of the thread's heads, given each head's tile
 /// maximum: the scores become the weights (kept unrounded), each head's
-/// reference maximum and this thread's part of its sum move, and alpha gets
-/// the output's rescale factor. The reference moves only when the tile's
-/// maximum exceeds it by more than kMaxGrowth (weights stay below 2^8).
+/// reference maximum (warpgroup_math::next_reference) and this thread's part
+/// of its sum move, and alpha gets the output's rescale factor.
 template <int kN>
 __device__ __forceinline__ void softmax_weights(float (&s)[kN / 2], const float (&tile_max)[kThreadHeads<kN>],
                                                 float (&row_max)[kThreadHeads<kN>], float (&row_sum)[kThreadHeads<kN>],
                                                 float (&alpha)[kThreadHeads<kN>]) {
 #pragma unroll
   for (int i = 0; i < kThreadHeads<kN>; ++i) {
-    const bool moves = tile_max[i] > row_max[i] + kMaxGrowth;
-    const float new_max = moves ? tile_max[i] : row_max[i];
-    const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
-    alpha[i] = moves && row_max[i] != -INFINITY ? fast_exp2(row_max[i] - new_max) : 1.0f;
+    const warpgroup_math::Reference ref = warpgroup_math::next_reference(tile_max[i], row_max[i]);
+    alpha[i] = ref.alpha;
     float& key0 = s[4 * (i / 2) + i % 2];
     float& key1 = s[4 * (i / 2) + 2 + i % 2];
-    key0 = none ? 0.0f : fast_exp2(key0 - new_max);
-    key1 = none ? 0.0f : fast_exp2(key1 - new_max);
-    row_max[i] = new_max;
+    key0 = warpgroup_math::weight(key0, ref.max);
+    key1 = warpgroup_math::weight(key1, ref.max);
+    row_max[i] = ref.max;
     row_sum[i] = row_sum[i] * alpha[i] + (key0 + key1);  // unrounded: lse exact to float32
   }
 }

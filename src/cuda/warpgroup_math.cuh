@@ -103,6 +103,27 @@ __device__ __forceinline__ std::uint32_t bf16x2_bits(float lo, float hi) {
 /// maximum of the weights stays put.
 inline constexpr float kMaxGrowth = 8.0f;
 
+/// A row's reference maximum after a tile, and the factor its earlier
+/// weights (sum and output) take.
+struct Reference {
+  float max;    // -inf while the row has no valid key: nothing to weigh
+  float alpha;  // 1 where the reference stays
+};
+
+/// The online softmax's reference after a tile of maximum tile_max: it moves
+/// only when the tile's maximum exceeds it by more than kMaxGrowth, so
+/// rescales stop after the first tiles and weights stay below 2^kMaxGrowth.
+__device__ __forceinline__ Reference next_reference(float tile_max, float row_max) {
+  const bool moves = tile_max > row_max + kMaxGrowth;
+  const float max = moves ? tile_max : row_max;
+  return {max, moves && row_max != -INFINITY ? fast_exp2(row_max - max) : 1.0f};
+}
+
+/// A score's weight against the reference maximum `max` (0 while it is -inf).
+__device__ __forceinline__ float weight(float score, float max) {
+  return max == -INFINITY ? 0.0f : fast_exp2(score - max);
+}
+
 /// The output accumulators of rows r0 (alpha0) and r1 (alpha1) rescaled.
 __device__ __forceinline__ void rescale(float (&o)[128], float alpha0, float alpha1) {
 #pragma unroll
@@ -163,22 +184,17 @@ __device__ __forceinline__ void softmax_weights(const float (&s)[4 * kChunks], f
   for (int h = 0; h < 2; ++h) {
     tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 1));
     tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xFFFFFFFFu, tile_max[h], 2));
-    // The reference maximum moves only when the tile's exceeds it by more
-    // than kMaxGrowth, so rescales stop after the first tiles; weights stay
-    // below 2^kMaxGrowth.
-    const bool moves = tile_max[h] > row_max[h] + kMaxGrowth;
-    const float new_max = moves ? tile_max[h] : row_max[h];
-    const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
-    alpha[h] = moves && row_max[h] != -INFINITY ? fast_exp2(row_max[h] - new_max) : 1.0f;
+    const Reference ref = next_reference(tile_max[h], row_max[h]);
+    alpha[h] = ref.alpha;
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) {
-      const float p0 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h] - new_max);
-      const float p1 = none ? 0.0f : fast_exp2(s[4 * i + 2 * h + 1] - new_max);
+      const float p0 = weight(s[4 * i + 2 * h], ref.max);
+      const float p1 = weight(s[4 * i + 2 * h + 1], ref.max);
       sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
       weights(h, i, bf16x2_bits(p0, p1));
     }
-    row_max[h] = new_max;
+    row_max[h] = ref.max;
     row_sum[h] = row_sum[h] * alpha[h] + sum;
   }
 }
