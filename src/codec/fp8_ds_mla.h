@@ -75,10 +75,27 @@ struct CodecFp8DsMla {
     decode_e4m3_times_scale_bf16<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, ts, kv_c);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
-      const std::uint16_t bits = load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i));
-      k_pe[i] = encode_bf16(params.rope_dtype == InputDtype::kBf16 ? load_input<InputDtype::kBf16>(bits)
-                                                                   : load_input<InputDtype::kFp16>(bits));
+      k_pe[i] = rope_bf16(load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i)), params);
     }
+  }
+
+  /// RoPE pairs 4 quad.. as decode_lane_bf16 decodes each, from one load (the
+  /// attention kernels' RoPE chunk).
+  MLAKV_HD static void rope_quad_bf16(int quad, const std::uint8_t* record, const DecodeParams& params,
+                                      std::uint32_t (&pairs)[4]) {
+    alignas(16) std::uint8_t bytes[16];
+    load_aligned<16>(bytes, record + Spec::kRope.offset + 16 * quad);
+    MLAKV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      pairs[i] = static_cast<std::uint32_t>(rope_bf16(load_u16(bytes + 4 * i), params)) |
+                 static_cast<std::uint32_t>(rope_bf16(load_u16(bytes + 4 * i + 2), params)) << 16;
+    }
+  }
+
+  /// A stored RoPE input (bf16 or fp16 bits, as the writer's input) as bf16 bits.
+  MLAKV_HD static std::uint16_t rope_bf16(std::uint16_t bits, const DecodeParams& params) {
+    return encode_bf16(params.rope_dtype == InputDtype::kBf16 ? load_input<InputDtype::kBf16>(bits)
+                                                              : load_input<InputDtype::kFp16>(bits));
   }
 };
 

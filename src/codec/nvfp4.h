@@ -115,6 +115,15 @@ MLAKV_HD std::uint32_t decode_rope_pair_bf16(const std::uint8_t* codes, float sc
   return static_cast<std::uint32_t>(rope[0]) | static_cast<std::uint32_t>(rope[1]) << 16;
 }
 
+/// Four RoPE pairs' E4M3 codes (8 bytes, 8-byte aligned), each decoded as
+/// decode_rope_pair_bf16 does, from one load.
+MLAKV_HD void decode_rope_quad_bf16(const std::uint8_t* codes, float scale, std::uint32_t (&pairs)[4]) {
+  alignas(8) std::uint8_t bytes[8];
+  load_aligned<8>(bytes, codes);
+  MLAKV_UNROLL
+  for (int i = 0; i < 4; ++i) pairs[i] = decode_rope_pair_bf16(bytes + 2 * i, scale);
+}
+
 }  // namespace mlakv::codec
 
 namespace mlakv::codec {

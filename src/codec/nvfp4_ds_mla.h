@@ -41,8 +41,22 @@ struct CodecNvfp4DsMla {
   /// The lane's two RoPE values as bf16 bits, the first in the low half.
   MLAKV_HD static std::uint32_t rope_pair_bf16(int lane, const std::uint8_t* record) {
     static_assert(kRopePerLane == 2, "a lane's RoPE pair is one 32-bit word");
-    const std::uint32_t stored = load_u32(record + Spec::kRope.offset + 2 * lane * kRopePerLane);
-    // Through f32, as decode_lane: a NaN comes out as 0x7FFF whatever its payload.
+    return rope_pair_of(load_u32(record + Spec::kRope.offset + 2 * lane * kRopePerLane));
+  }
+
+  /// RoPE pairs 4 quad.. as rope_pair_bf16 decodes each, from one load (the
+  /// attention kernels' RoPE chunk).
+  MLAKV_HD static void rope_quad_bf16(int quad, const std::uint8_t* record, const DecodeParams&,
+                                      std::uint32_t (&pairs)[4]) {
+    alignas(16) std::uint8_t bytes[16];
+    load_aligned<16>(bytes, record + Spec::kRope.offset + 16 * quad);
+    MLAKV_UNROLL
+    for (int i = 0; i < 4; ++i) pairs[i] = rope_pair_of(load_u32(bytes + 4 * i));
+  }
+
+  /// A stored RoPE pair through f32, as decode_lane: a NaN comes out as 0x7FFF
+  /// whatever its payload.
+  MLAKV_HD static std::uint32_t rope_pair_of(std::uint32_t stored) {
     return encode_bf16x2(load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored & 0xFFFFu)),
                          load_input<InputDtype::kBf16>(static_cast<std::uint16_t>(stored >> 16)));
   }

@@ -44,6 +44,13 @@ struct CodecNvfp4Fp8DsMla {
     return decode_rope_pair_bf16(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f);
   }
 
+  /// RoPE pairs 4 quad.. as rope_pair_bf16 decodes each, from one load (the
+  /// attention kernels' RoPE chunk).
+  MLAKV_HD static void rope_quad_bf16(int quad, const std::uint8_t* record, const DecodeParams&,
+                                      std::uint32_t (&pairs)[4]) {
+    decode_rope_quad_bf16(record + Spec::kRope.offset + 4 * quad * kRopePerLane, 1.0f, pairs);
+  }
+
   /// bf16 outputs straight from the codes (the GPU's prefill path); equal to
   /// encode_bf16 of decode_lane's values.
   MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* record, const DecodeParams&, std::uint16_t* kv_c,

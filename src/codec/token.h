@@ -145,4 +145,26 @@ MLAKV_HD void decode_lane_bf16_bits(int lane, const std::uint8_t* record, const 
   }
 }
 
+/// RoPE pairs 4 quad..4 quad + 3 (dims 8 quad..8 quad + 7) as bf16 bits,
+/// each pair's first dim in the low half: decode_lane_bf16_bits' k_pe of
+/// those four lanes. A codec with rope_quad_bf16 decodes them from one load
+/// of their bytes; the others lane by lane (a compiler drops the unused
+/// latent decode).
+template <class Codec>
+MLAKV_HD void decode_rope_quad_bf16_bits(int quad, const std::uint8_t* record, const DecodeParams& params,
+                                         std::uint32_t (&pairs)[4]) {
+  static_assert(kRopePerLane == 2, "a lane's RoPE values are one pair");
+  if constexpr (requires { &Codec::rope_quad_bf16; }) {
+    Codec::rope_quad_bf16(quad, record, params, pairs);
+  } else {
+    MLAKV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      std::uint16_t kv_c[kLatentPerLane];
+      std::uint16_t k_pe[kRopePerLane];
+      decode_lane_bf16_bits<Codec>(4 * quad + i, record, params, kv_c, k_pe);
+      pairs[i] = static_cast<std::uint32_t>(k_pe[0]) | static_cast<std::uint32_t>(k_pe[1]) << 16;
+    }
+  }
+}
+
 }  // namespace mlakv::codec

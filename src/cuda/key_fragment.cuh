@@ -40,11 +40,11 @@ inline constexpr float kKeyTileScale = [] {
   }
 }();
 
-/// Lane `group`'s key fragments of one record: its latent group as 8 bf16
-/// pairs in fragment order (times kLatentKeyScale), and its RoPE pair.
+/// Latent group `group` of one record as 8 bf16 pairs in fragment order
+/// (times kLatentKeyScale).
 template <class Codec>
-__device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_t* record, std::uint32_t (&latent)[8],
-                                                    std::uint32_t& rope) {
+__device__ __forceinline__ void decode_latent_fragment(int group, const std::uint8_t* record,
+                                                       std::uint32_t (&latent)[8]) {
   const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
   if constexpr (Codec::kLatentOuterScale) {
     const float outer = Codec::latent_outer_scale(record);
@@ -56,6 +56,14 @@ __device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_
   } else {
     codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
   }
+}
+
+/// Lane `group`'s key fragments of one record: its latent group as 8 bf16
+/// pairs in fragment order (times kLatentKeyScale), and its RoPE pair.
+template <class Codec>
+__device__ __forceinline__ void decode_key_fragment(int group, const std::uint8_t* record, std::uint32_t (&latent)[8],
+                                                    std::uint32_t& rope) {
+  decode_latent_fragment<Codec>(group, record, latent);
   rope = Codec::rope_pair_bf16(group, record);
 }
 

@@ -95,10 +95,11 @@ __device__ __forceinline__ void issue_tile(Storage<kRecordBytes>& sh, const std:
 
 /// Decodes the producer warp's kWarpTokens staged records into rows
 /// kWarpTokens warp.. of `keys`: in step i, lane (g = lane / 8, j = lane % 8)
-/// decodes latent group 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of
-/// token g, so that the 32 lanes' 16-byte stores spread evenly over the
-/// swizzle's 8 chunk columns (4 stores each: the fewest for 512 bytes). A lane
-/// whose token has no record decodes the stale bytes anyway and stores zeros.
+/// decodes latent group 8 i + j (dims 16 (8 i + j)..) of token g, so that the
+/// 32 lanes' 16-byte stores spread evenly over the swizzle's 8 chunk columns
+/// (4 stores each: the fewest for 512 bytes), and the lane its RoPE pairs
+/// 4 j..4 j + 3, one 16-byte store (as the wide-tile decoders). A lane whose
+/// token has no record decodes the stale bytes anyway and stores zeros.
 template <class Codec>
 __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& sh, const codec::DecodeParams& params,
                                             int stage, int buffer, int warp, int lane) {
@@ -111,26 +112,27 @@ __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& 
   const bool valid = sh.staged_valid[stage][row] != 0;
   const std::uint8_t* record = sh.records[stage][warp][g];
   std::uint8_t* keys = sh.keys[buffer];
+  const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll  // the steps' decodes are independent: all in flight at once
   for (int i = 0; i < kSteps; ++i) {
     const int group = kLanesPerToken * i + j;
     alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
-    std::uint32_t rope;
     if constexpr (kFragmentDecode<Codec>) {
-      decode_key_fragment<Codec>(group, record, latent, rope);
+      decode_latent_fragment<Codec>(group, record, latent);
     } else {
-      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
-                                          reinterpret_cast<std::uint16_t*>(&rope));
+      std::uint16_t unused[codec::kRopePerLane];
+      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent), unused);
     }
-    const uint4 zero = make_uint4(0, 0, 0, 0);
     const int col = codec::kLatentPerLane * group;
     *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col, kKeyBlockBytes)) =
         valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;
     *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col + 8, kKeyBlockBytes)) =
         valid ? reinterpret_cast<const uint4*>(latent)[1] : zero;
-    *reinterpret_cast<std::uint32_t*>(keys + wgmma::swizzled_offset(row, kLatentDim + codec::kRopePerLane * group,
-                                                                    kKeyBlockBytes)) = valid ? rope : 0u;
   }
+  alignas(16) std::uint32_t rope[4];  // RoPE pairs 4 j.. as bf16 pairs
+  codec::decode_rope_quad_bf16_bits<Codec>(j, record, params, rope);
+  *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, kLatentDim + 8 * j, kKeyBlockBytes)) =
+      valid ? *reinterpret_cast<const uint4*>(rope) : zero;
   if (lane < kWarpTokens)
     sh.valid[buffer][kWarpTokens * warp + lane] = sh.staged_valid[stage][kWarpTokens * warp + lane];
 }

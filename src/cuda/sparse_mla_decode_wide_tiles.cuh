@@ -163,12 +163,15 @@ __device__ __forceinline__ void prefetch_records(const std::uint8_t* record, int
 }
 
 /// Decodes kRoundTokens records, 8 lanes each, every lane into its token's
-/// row `row` of `keys`: in step i, lane (g = lane / 8, j = lane % 8) decodes latent group
-/// 8 i + j (dims 16 (8 i + j)..) and RoPE pair 8 i + j of its token's
-/// `record`, so that the 32 lanes' 16-byte stores spread evenly over the
-/// swizzle's 8 chunk columns (4 stores each: the fewest for 512 bytes). A lane
-/// whose token has no record decodes the zero record and stores zeros. With
-/// crossover every store also goes to the peer's tile.
+/// row `row` of `keys`: in step i, lane (g = lane / 8, j = lane % 8) decodes
+/// latent group 8 i + j (dims 16 (8 i + j)..) of its token's `record`, so that
+/// the 32 lanes' 16-byte stores spread evenly over the swizzle's 8 chunk
+/// columns (4 stores each: the fewest for 512 bytes); and the lane decodes
+/// RoPE pairs 4 j..4 j + 3, one 16-byte chunk of the row, stored at once (a
+/// 4-byte store costs as many shared store instructions, and with crossover
+/// as many remote ones, as a 16-byte one). A lane whose token has no record
+/// decodes the zero record and stores zeros. With crossover every store also
+/// goes to the peer's tile.
 template <class Codec, bool kCrossover>
 __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile& peer,
                                              const codec::DecodeParams& params, const std::uint8_t* record, bool valid,
@@ -176,52 +179,54 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
   constexpr int kLanesPerToken = kWarpSize / kRoundTokens;
   constexpr int kSteps = codec::kLanes / kLanesPerToken;
   static_assert(kLanesPerToken == 8 && codec::kLatentPerLane == 16 && codec::kRopePerLane == 2,
-                "the store offsets below");
+                "the store offsets below; a lane's RoPE chunk is 8 dims");
   const int j = lane & (kLanesPerToken - 1);  // non-negative: the loads' offsets fold into immediates
-  // Step i's swizzled store offsets (wgmma::swizzled_offset) from step 0's:
-  // its latent group 8 i + j starts 2 i column blocks on, in chunk 2 (j % 4)
-  // of its block (the high 8 dims in the chunk after, offset ^ 16); its RoPE
-  // pair (block 8, column 16 i + 2 j) is in chunk (2 i + j / 4) ^ (row % 8),
-  // offset ^ 32 i.
+  // Step i's swizzled latent store offsets (wgmma::swizzled_offset) from step
+  // 0's: its group 8 i + j starts 2 i column blocks on, in chunk 2 (j % 4) of
+  // its block (the high 8 dims in the chunk after, offset ^ 16). The RoPE
+  // pairs 4 j.. are chunk j of block 8.
   __builtin_assume(__isGlobal(record));  // global loads, which the shared stores below cannot alias
   const int row_at = row * 128;
   const int latent_at = (j / 4) * kKeyBlockBytes + row_at + ((2 * (j % 4)) ^ (row & 7)) * 16;
-  const int rope_at = 8 * kKeyBlockBytes + row_at + ((j / 4) ^ (row & 7)) * 16 + 4 * (j % 4);
+  const int rope_at = 8 * kKeyBlockBytes + row_at + (j ^ (row & 7)) * 16;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  // The zero record's decode is the zeros to store, or else is replaced by them.
+  constexpr bool kDecoded = kZeroRecordDecodesToZero<Codec>;
 #pragma unroll  // the steps' decodes are independent: all in flight at once
   for (int i = 0; i < kSteps; ++i) {
     const int group = kLanesPerToken * i + j;
     alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
-    std::uint32_t rope;
     if constexpr (kFragmentDecode<Codec>) {
-      decode_key_fragment<Codec>(group, record, latent, rope);
-      if constexpr (kKeyTileScale<Codec> != 1.0f) {
-        // The RoPE dims carry the latent dims' factor too, so that one
-        // accumulator holds the scores times it (exact for every value from
-        // 2^-118 in magnitude; the scores undo it in f32).
-        rope = codec::bits_of(
-            __hmul2(codec::vec_from_bits<__nv_bfloat162>(rope), __float2bfloat162_rn(kKeyTileScale<Codec>)));
-      }
+      decode_latent_fragment<Codec>(group, record, latent);
     } else {
-      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent),
-                                          reinterpret_cast<std::uint16_t*>(&rope));
+      std::uint16_t unused[codec::kRopePerLane];
+      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent), unused);
     }
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    const int at[3] = {latent_at + 2 * i * kKeyBlockBytes, (latent_at ^ 16) + 2 * i * kKeyBlockBytes,
-                       rope_at ^ (32 * i)};
-    // The zero record's decode is the zeros to store, or else is replaced by them.
-    constexpr bool kDecoded = kZeroRecordDecodesToZero<Codec>;
+    const int at[2] = {latent_at + 2 * i * kKeyBlockBytes, (latent_at ^ 16) + 2 * i * kKeyBlockBytes};
     const uint4 low = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[0] : zero;
     const uint4 high = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[1] : zero;
-    const std::uint32_t pair = valid || kDecoded ? rope : 0u;
     *reinterpret_cast<uint4*>(keys + at[0]) = low;
     *reinterpret_cast<uint4*>(keys + at[1]) = high;
-    *reinterpret_cast<std::uint32_t*>(keys + at[2]) = pair;
     if constexpr (kCrossover) {
       cluster::store_async(peer.keys + at[0], low, peer.full);
       cluster::store_async(peer.keys + at[1], high, peer.full);
-      cluster::store_async(peer.keys + at[2], pair, peer.full);
     }
   }
+  alignas(16) std::uint32_t rope[4];  // RoPE pairs 4 j.. as bf16 pairs
+  codec::decode_rope_quad_bf16_bits<Codec>(j, record, params, rope);
+  if constexpr (kFragmentDecode<Codec> && kKeyTileScale<Codec> != 1.0f) {
+    // The RoPE dims carry the latent dims' factor too, so that one accumulator
+    // holds the scores times it (exact for every value from 2^-118 in
+    // magnitude; the scores undo it in f32).
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      rope[i] = codec::bits_of(
+          __hmul2(codec::vec_from_bits<__nv_bfloat162>(rope[i]), __float2bfloat162_rn(kKeyTileScale<Codec>)));
+    }
+  }
+  const uint4 pairs = valid || kDecoded ? *reinterpret_cast<const uint4*>(rope) : zero;
+  *reinterpret_cast<uint4*>(keys + rope_at) = pairs;
+  if constexpr (kCrossover) cluster::store_async(peer.keys + rope_at, pairs, peer.full);
 }
 
 /// Issues (and commits) the tile's scores, 64 heads x 64 keys.

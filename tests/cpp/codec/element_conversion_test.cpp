@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "codec/element.h"
 #include "codec/fp8_ds_mla.h"
+#include "codec/fp8_e4m3.h"
 #include "codec/nvfp4.h"
 #include "codec/nvfp4_compare.h"
 #include "codec/nvfp4_ds_mla.h"
@@ -443,6 +445,42 @@ void expect_zero_record_decodes_to_zero_bits() {
   }
 }
 
+// Every RoPE quad (the attention kernels' 16-byte chunk of 4 pairs) of
+// records whose RoPE bytes take every value at every position (and random
+// other bytes: scales of any bits, NaN payloads), under both RoPE dtypes and
+// a few k_scales, against decode_lane_bf16_bits lane by lane.
+template <class Codec>
+void expect_rope_quads_equal_the_lanes_pairs() {
+  std::mt19937 rng(17);
+  std::vector<std::uint8_t> record(Codec::Spec::kRecordBytes);
+  int mismatches = 0;
+  for (int shift = 0; shift < 256; ++shift) {
+    for (auto& byte : record) byte = static_cast<std::uint8_t>(rng());
+    for (int b = 0; b < Codec::Spec::kRope.bytes; ++b) {
+      record[Codec::Spec::kRope.offset + b] = static_cast<std::uint8_t>(b + shift);
+    }
+    for (const InputDtype rope : {InputDtype::kBf16, InputDtype::kFp16}) {
+      for (const float k_scale : {1.0f, 0.37f, 3.0e-30f}) {
+        mlakv::codec::DecodeParams params{};
+        params.rope_dtype = rope;
+        params.k_scale = k_scale;
+        for (int quad = 0; quad < mlakv::codec::kLanes / 4; ++quad) {
+          std::uint32_t pairs[4];
+          mlakv::codec::decode_rope_quad_bf16_bits<Codec>(quad, record.data(), params, pairs);
+          for (int i = 0; i < 4; ++i) {
+            std::uint16_t kv[mlakv::codec::kLatentPerLane];
+            std::uint16_t pe[mlakv::codec::kRopePerLane];
+            mlakv::codec::decode_lane_bf16_bits<Codec>(4 * quad + i, record.data(), params, kv, pe);
+            const std::uint32_t want = static_cast<std::uint32_t>(pe[0]) | static_cast<std::uint32_t>(pe[1]) << 16;
+            mismatches += pairs[i] != want ? 1 : 0;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 }  // namespace
 
 TEST(element_conversion, zero_records_decode_to_zero_bits_for_every_codec_that_says_so) {
@@ -457,4 +495,13 @@ TEST(element_conversion, paired_fp8_ds_mla_decode_equals_the_scalar_decode_for_e
   for (const float scale : {1.0f, 1.0f / 448.0f, 0.0123f, 3.0e-30f, 7.5e30f, FLT_MIN, INFINITY, NAN}) {
     expect_paired_fp8_ds_mla_decode_equals_the_scalar_one(scale);
   }
+}
+
+TEST(element_conversion, rope_quads_equal_each_lanes_rope_pair_for_every_attention_codec) {
+  expect_rope_quads_equal_the_lanes_pairs<mlakv::codec::CodecFp8E4m3>();
+  expect_rope_quads_equal_the_lanes_pairs<mlakv::codec::CodecFp8DsMla>();
+  expect_rope_quads_equal_the_lanes_pairs<mlakv::codec::CodecNvfp4DsMla>();
+  expect_rope_quads_equal_the_lanes_pairs<mlakv::codec::CodecNvfp4DsMlaFp8Rope>();
+  expect_rope_quads_equal_the_lanes_pairs<mlakv::codec::CodecNvfp4DsMlaFp8RopePts>();
+  expect_rope_quads_equal_the_lanes_pairs<mlakv::codec::CodecNvfp4Fp8DsMla>();
 }
