@@ -8,8 +8,8 @@
 // through mbarriers:
 //   - eight decoder warps (warpgroup 2's four, kDecoderWarpTokens records a
 //     tile each, and warpgroup 1's, kValueWarpTokens) load their records of
-//     a tile straight from global memory (no L2 prefetch: its instructions
-//     cost more than they saved) and decode them with the shared codecs into one of two bf16 key tiles
+//     a tile straight from global memory (the next tile's asked of L2 ahead)
+//     and decode them with the shared codecs into one of two bf16 key tiles
 //     (the readers' bf16 values, or for NVFP4 their fragment decode in
 //     warpgroup_io.cuh's order; zeros for an entry without a record); with
 //     crossover (a row's two blocks of 64 heads in a cluster) warpgroup 2
@@ -143,6 +143,24 @@ __device__ __forceinline__ std::int64_t shuffle(std::int64_t slot, int from) {
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/// Asks L2 for the 128-byte line at `at`.
+__device__ __forceinline__ void prefetch_line(const std::uint8_t* at) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at) : "memory");
+}
+
+/// Asks L2 for the lines of a warp's `count` records (one per lane, token
+/// lane % count; null for none), every lane at once: lane l the lines
+/// l / count, + 32 / count, ... of its record, the last one at its last byte
+/// (a record that does not start on a line ends on one line more).
+template <int kRecordBytes>
+__device__ __forceinline__ void prefetch_records(const std::uint8_t* record, int count, int lane) {
+  constexpr int kLines = (kRecordBytes + 127) / 128 + 1;
+  if (record == nullptr) return;
+  for (int k = lane / count; k < kLines; k += kWarpSize / count) {
+    prefetch_line(record + (128 * k < kRecordBytes ? 128 * k : kRecordBytes - 1));
+  }
+}
 
 /// Decodes kRoundTokens records, 8 lanes each, every lane into its token's
 /// row `row` of `keys`: in step i, lane (g = lane / 8, j = lane % 8) decodes
@@ -300,12 +318,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int first_token = static_cast<int>(rank) * kBlockTokens<kCrossover>;
   codec::DecodeParams params = p.decode;
   if (warpgroup != 0 && p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
+  // This lane's record (token lane % d.count) of tile `tile`, one of the
+  // batch of tile t or the next.
+  const auto record_ahead = [&](const DecoderShare& d, int t, int tile) {
+    const int batch_tiles = d.batch_tiles();
+    const int from = (tile % batch_tiles) * d.count + lane % d.count;
+    return tile / batch_tiles != t / batch_tiles ? params::record_or_null(p.cache, shuffle(d.next_slots, from))
+                                                 : shuffle(d.records, from);
+  };
+  const auto ask_l2 = [&](const DecoderShare& d, int t, int tile) {
+    prefetch_records<kRecordBytes>(record_ahead(d, t, tile), d.count, lane);
+  };
   const auto start_decoder = [&](DecoderShare& d) {
     d.records = params::record_or_null(p.cache, slot_batch(p, row, begin, end, 0, d, lane));
     d.next_slots = slot_batch(p, row, begin, end, d.batch_tiles(), d, lane);
+    if (tiles > 0) ask_l2(d, 0, 0);
   };
   // Decodes a decoder warp's tokens of tile t into its key tile (and the
-  // peer's).
+  // peer's), having asked L2 for its records of tile t + 1.
   const auto decode = [&]<int kRounds>(DecoderShare& d, int t) {
     static_assert(kRounds * kRoundTokens <= 16, "a lane's rounds of records");
     const int buffer = t % kKeyBuffers;
@@ -314,6 +344,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       d.records = params::record_or_null(p.cache, d.next_slots);
       d.next_slots = slot_batch(p, row, begin, end, t + batch_tiles, d, lane);
     }
+    if (t + 1 < tiles) ask_l2(d, t, t + 1);
     const int first_lane = (t % batch_tiles) * d.count;  // this tile's lanes of the batch
     // This lane's token of round r (of the warp's share).
     const auto round_token = [&](int r) { return kRoundTokens * r + lane / (kWarpSize / kRoundTokens); };
