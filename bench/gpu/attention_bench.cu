@@ -15,7 +15,12 @@ using mlakv::TensorView;
 
 void bench_attention(Bench& b, Format format, std::int64_t rows, std::int64_t heads, std::int64_t topk) {
   const auto& info = mlakv::format_info(format);
-  const std::int64_t tokens = 65536;
+  // As many tokens as the anchor (../shared/anchors/flashmla): 96-172 MB of
+  // records, over L2's 50 MB, so that the records come mostly from DRAM as
+  // in serving. With 65536 (until 09d5782) L2 held most of them and a change
+  // that only hid DRAM latency (the decoders' L2 prefetch) looked like pure
+  // overhead.
+  const std::int64_t tokens = 262144;
   const mlakv::Device cuda{mlakv::DeviceType::kCuda, 0};
   DeviceBuffer cache(static_cast<std::size_t>(tokens) * info.record_bytes);
   CHECK_CUDA(cudaMemset(cache.data(), 0x11, cache.bytes()));  // finite records in every format
