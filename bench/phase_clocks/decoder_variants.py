@@ -7,26 +7,19 @@ Run in the repository root, build mlakv_gpu_bench, copy it, then `git checkout s
 
 import sys
 
+from source_patch import SourcePatch
+
 mode = sys.argv[1]
 f = "src/cuda/sparse_mla_decode_wide_tiles.cuh"
-s = open(f).read()
-
-
-def rep(old, new, count=1):
-    global s
-    n = s.count(old)
-    assert n == count, (old, n)
-    s = s.replace(old, new)
-
-
+patch = SourcePatch(f)
 if mode == "local_only":
-    rep("      cluster::store_async(peer.keys + at[0], low, peer.full);\n", "")
-    rep("      cluster::store_async(peer.keys + at[1], high, peer.full);\n", "")
-    rep("  if constexpr (kCrossover) cluster::store_async(peer.keys + rope_at, pairs, peer.full);\n", "")
-    rep("      if constexpr (kCrossover) cluster::store_async(to_peer.valid + d.first + 4 * lane, word, to_peer.full);\n", "")
-    rep("static_cast<std::uint32_t>(d.count * (kKeyRowBytes + 1))", "0u")
+    patch.rep("      cluster::store_async(peer.keys + at[0], low, peer.full);\n", "")
+    patch.rep("      cluster::store_async(peer.keys + at[1], high, peer.full);\n", "")
+    patch.rep("  if constexpr (kCrossover) cluster::store_async(peer.keys + rope_at, pairs, peer.full);\n", "")
+    patch.rep("      if constexpr (kCrossover) cluster::store_async(to_peer.valid + d.first + 4 * lane, word, to_peer.full);\n", "")
+    patch.rep("static_cast<std::uint32_t>(d.count * (kKeyRowBytes + 1))", "0u")
 elif mode == "no_convert":
-    rep(
+    patch.rep(
         "      decode_latent_fragment<Codec>(group, record, latent);\n",
         "      {\n"
         "        const uint2 codes = *reinterpret_cast<const uint2*>(codec::group_codes(record, group));\n"
@@ -37,4 +30,4 @@ elif mode == "no_convert":
     )
 else:
     sys.exit(f"unknown mode {mode}")
-open(f, "w").write(s)
+patch.write()

@@ -1,20 +1,17 @@
 # Measurement only, on a /tmp copy of the anchor: clock64 at phase points of FlashMLA's sparse kernel (one CTA, one launch).
 import sys
+
+from source_patch import SourcePatch
 f = sys.argv[1]
-s = open(f).read()
-def rep(old, new, count=1):
-    global s
-    n = s.count(old)
-    assert n == count, (old, n)
-    s = s.replace(old, new)
-rep('#include "config.h"\n', '#include "config.h"\nstatic __device__ long long g_fm_clocks[3][80][16];\nstatic __device__ unsigned g_fm_launch;\n'
+patch = SourcePatch(f)
+patch.rep('#include "config.h"\n', '#include "config.h"\nstatic __device__ long long g_fm_clocks[3][80][16];\nstatic __device__ unsigned g_fm_launch;\n'
     '#define FPH(k) do { if (fm_prof && idx_in_warpgroup == 0 && fm_n < 80) g_fm_clocks[warpgroup_idx][fm_n][(k)] = clock64(); } while (0)\n')
-rep("    const int warp_idx = cutlass::canonical_warp_idx_sync();\n",
+patch.rep("    const int warp_idx = cutlass::canonical_warp_idx_sync();\n",
     "    const int warp_idx = cutlass::canonical_warp_idx_sync();\n"
     "    const bool fm_prof = blockIdx.x == 0 && blockIdx.z == 1 && *(volatile unsigned*)&g_fm_launch == 2;\n    int fm_n = 0;\n"
     "    FPH(15);\n", 1)
 # WG0
-rep("""                plan.bar_k_local_ready[buf_idx].wait(bar_phase_k>>buf_idx&1);
+patch.rep("""                plan.bar_k_local_ready[buf_idx].wait(bar_phase_k>>buf_idx&1);
                 if constexpr (CLUSTER_SIZE == 2) {
                     plan.bar_k_remote_ready[buf_idx].wait(bar_phase_k>>buf_idx&1);
                 }
@@ -25,7 +22,7 @@ rep("""                plan.bar_k_local_ready[buf_idx].wait(bar_phase_k>>buf_idx
                 }
                 FPH(1);
 """)
-rep("""                bar_phase_k ^= 1<<buf_idx;
+patch.rep("""                bar_phase_k ^= 1<<buf_idx;
 
                 cute::warpgroup_wait<0>();
 """, """                bar_phase_k ^= 1<<buf_idx;
@@ -33,18 +30,18 @@ rep("""                bar_phase_k ^= 1<<buf_idx;
                 cute::warpgroup_wait<0>();
                 FPH(3);
 """)
-rep("""                    NamedBarrier::arrive_and_wait(256, NamedBarriers::sScale_and_sS_free);  // Make sure that sScale and sS is free
+patch.rep("""                    NamedBarrier::arrive_and_wait(256, NamedBarriers::sScale_and_sS_free);  // Make sure that sScale and sS is free
 """, """                    NamedBarrier::arrive_and_wait(256, NamedBarriers::sScale_and_sS_free);  // Make sure that sScale and sS is free
                 FPH(4);
 """)
-rep("""                save_rPb_to_sP(rS, sS, idx_in_warpgroup);
+patch.rep("""                save_rPb_to_sP(rS, sS, idx_in_warpgroup);
                 fence_view_async_shared();
 """, """                FPH(5);
                 save_rPb_to_sP(rS, sS, idx_in_warpgroup);
                 fence_view_async_shared();
                 FPH(6);
 """)
-rep("""                NamedBarrier::arrive(256, NamedBarriers::sScale_and_sS_ready);
+patch.rep("""                NamedBarrier::arrive(256, NamedBarriers::sScale_and_sS_ready);
 
                 cute::warpgroup_wait<0>();
 """, """                NamedBarrier::arrive(256, NamedBarriers::sScale_and_sS_ready);
@@ -53,13 +50,13 @@ rep("""                NamedBarrier::arrive(256, NamedBarriers::sScale_and_sS_re
                 FPH(8); ++fm_n;
 """)
 # WG1
-rep("""                NamedBarrier::arrive_and_wait(256, NamedBarriers::sScale_and_sS_ready);
+patch.rep("""                NamedBarrier::arrive_and_wait(256, NamedBarriers::sScale_and_sS_ready);
 
                 // Scale O""", """                FPH(0);
                 NamedBarrier::arrive_and_wait(256, NamedBarriers::sScale_and_sS_ready);
                 FPH(1);
                 // Scale O""")
-rep("""                    rO
+patch.rep("""                    rO
                 );
                 cute::warpgroup_wait<0>();
                 
@@ -70,26 +67,26 @@ rep("""                    rO
                 FPH(3); ++fm_n;
                 if constexpr (CLUSTER_SIZE == 2) {""")
 # producer
-rep("""                    if (round == 0) {
+patch.rep("""                    if (round == 0) {
                         plan.bar_k_avail[buf_idx].wait((bar_phase_k>>buf_idx&1)^1);
                     }""", """                    if (round == 0) {
                         FPH(0);
                         plan.bar_k_avail[buf_idx].wait((bar_phase_k>>buf_idx&1)^1);
                         FPH(1);
                     }""")
-rep("""                plan.bar_k_local_ready[buf_idx].arrive();
+patch.rep("""                plan.bar_k_local_ready[buf_idx].arrive();
                 bar_phase_k ^= 1 << buf_idx;
 """, """                FPH(2);
                 plan.bar_k_local_ready[buf_idx].arrive();
                 bar_phase_k ^= 1 << buf_idx;
                 FPH(3); ++fm_n;
 """)
-rep("""#else
+patch.rep("""#else
     if (cute::thread0()) {""", """    if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.z == 1) atomicAdd(&g_fm_launch, 1u);
 #else
     if (cute::thread0()) {""")
 # printf in a separate kernel: a call inside the decode kernel serializes its wgmma
-rep("""template<ModelType MODEL_TYPE, int NUM_HEADS>
+patch.rep("""template<ModelType MODEL_TYPE, int NUM_HEADS>
 void KernelTemplate<MODEL_TYPE, NUM_HEADS>::run(""", """static __global__ void fm_dump_kernel() {
     printf("FMDUMP %u\\n", g_fm_launch);
     if (g_fm_launch != 3) return;
@@ -100,11 +97,11 @@ void KernelTemplate<MODEL_TYPE, NUM_HEADS>::run(""", """static __global__ void f
 }
 template<ModelType MODEL_TYPE, int NUM_HEADS>
 void KernelTemplate<MODEL_TYPE, NUM_HEADS>::run(""")
-rep("""        launch_params, (void*)mla_kernel, params, tma_params
+patch.rep("""        launch_params, (void*)mla_kernel, params, tma_params
     );
 """, """        launch_params, (void*)mla_kernel, params, tma_params
     );
     fm_dump_kernel<<<1, 1, 0, params.stream>>>();
 """)
-open(f, "w").write(s)
+patch.write()
 print("patched", f)

@@ -1,25 +1,22 @@
 """Measurement build only: clock64 at phase points of one wide-tile block (see README.md)."""
-import re, sys
+import sys
+
+from source_patch import SourcePatch
 f = "src/cuda/sparse_mla_decode_wide_tiles.cuh"
-s = open(f).read()
-def rep(old, new, count=1):
-    global s
-    n = s.count(old)
-    assert n == count, (old, n)
-    s = s.replace(old, new)
+patch = SourcePatch(f)
 hdr = '''
 __device__ long long g_phase_clocks[3][4][64][16];
 __device__ unsigned g_phase_launch;
 #define PHASE(t_, k_) do { if (profiled && lane == 0 && (t_) < 64) g_phase_clocks[warpgroup][warp][(t_)][(k_)] = clock64(); } while (0)
 '''
-rep("namespace mlakv::cuda::wide_tiles {\n", "namespace mlakv::cuda::wide_tiles {\n" + hdr)
-rep("  const BlockRange block = block_range<kBlockHeads>(p, units_per_split);\n",
+patch.rep("namespace mlakv::cuda::wide_tiles {\n", "namespace mlakv::cuda::wide_tiles {\n" + hdr)
+patch.rep("  const BlockRange block = block_range<kBlockHeads>(p, units_per_split);\n",
     "  const BlockRange block = block_range<kBlockHeads>(p, units_per_split);\n"
     "  const unsigned launch_no = *(volatile unsigned*)&g_phase_launch;\n"
     "  const bool profiled = blockIdx.x == 2 && blockIdx.y == 0 && launch_no < 1000;\n"
     "  const auto dump = [&] { if (blockIdx.x == 2 && blockIdx.y == 0 && tid == 0) atomicAdd(&g_phase_launch, 1u); };\n")
 # the dump kernel (printf outside the decode kernel: a call there would serialize its wgmma)
-rep("template <class Codec, bool kPartial, bool kCrossover, int kBlockHeads>\n__global__ void __launch_bounds__",
+patch.rep("template <class Codec, bool kPartial, bool kCrossover, int kBlockHeads>\n__global__ void __launch_bounds__",
     """__global__ void phase_dump_kernel() {
   printf("PHDUMP %u\\n", g_phase_launch);
   if (g_phase_launch != 4) return;
@@ -38,16 +35,16 @@ assert t.count(old) == 1
 t = t.replace("  return launch_decode_kernel<", "  cudaError_t e = launch_decode_kernel<").replace(old, old + "  phase_dump_kernel<<<1, 1, 0, stream>>>();\n  return e;\n")
 open(g, "w").write(t)
 # decoder phases 8..12
-rep("    if (t + 1 < tiles) ask_l2(d, t, t + 1);\n    const int first_lane",
+patch.rep("    if (t + 1 < tiles) ask_l2(d, t, t + 1);\n    const int first_lane",
     "    PHASE(t, 8);\n    if (t + 1 < tiles) ask_l2(d, t, t + 1);\n    const int first_lane")
-rep("    bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);\n#pragma unroll\n    for (int r = 0; r < kRounds; ++r) round(r, at[r]);\n",
+patch.rep("    bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);\n#pragma unroll\n    for (int r = 0; r < kRounds; ++r) round(r, at[r]);\n",
     "    PHASE(t, 9);\n    bulk_barrier_wait(&sh.keys_empty[buffer], empty_parity);\n    PHASE(t, 10);\n#pragma unroll\n    for (int r = 0; r < kRounds; ++r) round(r, at[r]);\n    PHASE(t, 11);\n")
-rep("        barrier_arrive(&sh.keys_full[buffer]);\n      }\n    }\n  };\n",
+patch.rep("        barrier_arrive(&sh.keys_full[buffer]);\n      }\n    }\n  };\n",
     "        barrier_arrive(&sh.keys_full[buffer]);\n      }\n    }\n    PHASE(t, 12);\n  };\n")
-rep("    if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals\n    return;",
+patch.rep("    if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals\n    return;",
     "    dump();\n    if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals\n    return;")
 # value warpgroup 0..5
-rep("""      if constexpr (kValueTokens > 0) {
+patch.rep("""      if constexpr (kValueTokens > 0) {
         if (t + 1 < tiles) decode.template operator()<kValueTokens / kRoundTokens>(d, t + 1);
       }
       const int buffer = t % kKeyBuffers;
@@ -68,7 +65,7 @@ rep("""      if constexpr (kValueTokens > 0) {
       PHASE(t, 4);
 """)
 # wg0 non-transposed
-rep("""        float s[32];
+patch.rep("""        float s[32];
         wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
         issue_scores(s, sh.q, sh.keys[buffer]);
         const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
@@ -85,12 +82,12 @@ rep("""        float s[32];
         wgmma::fence_operands(s);
         PHASE(t, 3);
 """)
-rep("""        bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
+patch.rep("""        bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
         float alpha[2];""", """        PHASE(t, 4);
         bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
         PHASE(t, 5);
         float alpha[2];""")
-rep("""        if (arrives) barrier_arrive(&sh.probs_full);
+patch.rep("""        if (arrives) barrier_arrive(&sh.probs_full);
         if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
         bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
         warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
@@ -102,8 +99,8 @@ rep("""        if (arrives) barrier_arrive(&sh.probs_full);
         warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
         PHASE(t, 13);
 """)
-rep("""    wait_totals();
+patch.rep("""    wait_totals();
     warpgroup_io::store_output<Codec, kPartial>(""", """    wait_totals();
     dump();
     warpgroup_io::store_output<Codec, kPartial>(""")
-open(f, "w").write(s)
+patch.write()
