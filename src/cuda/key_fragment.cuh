@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// An NVFP4 record's latent group and RoPE pair decoded for the attention
-// kernels: the group as 8 bf16 pairs in fragment order (codec/nvfp4_fragment.h),
-// times kLatentKeyScale, and the RoPE pair as it is. Both decode kernels take
-// their keys from here: the split-dims kernel into mma fragments, the
-// warpgroup kernel into its shared key tile.
+// A record's latent group and RoPE pair decoded for the attention kernels:
+// for NVFP4 the group as 8 bf16 pairs in fragment order
+// (codec/nvfp4_fragment.h), times kLatentKeyScale, and the RoPE pair as it
+// is; for the others the codec's bf16 decode (decode_latent_key). Every decode
+// kernel takes its keys from here: the split-dims kernel into mma fragments,
+// the warpgroup kernels into their shared key tiles.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,20 @@ __device__ __forceinline__ void decode_latent_fragment(int group, const std::uin
     }
   } else {
     codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
+  }
+}
+
+/// Latent group `group` of one record as a shared key tile holds it, 8 bf16
+/// pairs: the fragment decode (times kLatentKeyScale) for NVFP4 records, else
+/// the codec's bf16 decode in dim order (its RoPE pair unused).
+template <class Codec>
+__device__ __forceinline__ void decode_latent_key(int group, const std::uint8_t* record,
+                                                  const codec::DecodeParams& params, std::uint32_t (&latent)[8]) {
+  if constexpr (kFragmentDecode<Codec>) {
+    decode_latent_fragment<Codec>(group, record, latent);
+  } else {
+    std::uint16_t unused[codec::kRopePerLane];
+    codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent), unused);
   }
 }
 

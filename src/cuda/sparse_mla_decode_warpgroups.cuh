@@ -117,12 +117,7 @@ __device__ __forceinline__ void decode_tile(Storage<Codec::Spec::kRecordBytes>& 
   for (int i = 0; i < kSteps; ++i) {
     const int group = kLanesPerToken * i + j;
     alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
-    if constexpr (kFragmentDecode<Codec>) {
-      decode_latent_fragment<Codec>(group, record, latent);
-    } else {
-      std::uint16_t unused[codec::kRopePerLane];
-      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent), unused);
-    }
+    decode_latent_key<Codec>(group, record, params, latent);
     const int col = codec::kLatentPerLane * group;
     *reinterpret_cast<uint4*>(keys + wgmma::swizzled_offset(row, col, kKeyBlockBytes)) =
         valid ? reinterpret_cast<const uint4*>(latent)[0] : zero;

@@ -196,12 +196,7 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
   for (int i = 0; i < kSteps; ++i) {
     const int group = kLanesPerToken * i + j;
     alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
-    if constexpr (kFragmentDecode<Codec>) {
-      decode_latent_fragment<Codec>(group, record, latent);
-    } else {
-      std::uint16_t unused[codec::kRopePerLane];
-      codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent), unused);
-    }
+    decode_latent_key<Codec>(group, record, params, latent);
     const int at[2] = {latent_at + 2 * i * kKeyBlockBytes, (latent_at ^ 16) + 2 * i * kKeyBlockBytes};
     const uint4 low = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[0] : zero;
     const uint4 high = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[1] : zero;
