@@ -84,7 +84,7 @@ __device__ __forceinline__ const std::uint8_t* load_record_address(const params:
                                                                    std::int64_t end) {
   if (entry >= end) return nullptr;
   const std::int64_t slot = __ldg(p.indices + row * p.indices_stride_row_elems + entry);
-  return params::slot_in_range(p.cache, slot) ? params::record_address(p.cache, slot) : nullptr;
+  return params::record_or_null(p.cache, slot);
 }
 
 /// The record addresses of tiles [first_tile, first_tile + kBatchTiles) a
