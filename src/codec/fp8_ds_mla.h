@@ -72,11 +72,23 @@ struct CodecFp8DsMla {
                                         std::uint16_t* kv_c, std::uint16_t* k_pe) {
     const float ts =
         load_f32(record + Spec::kTileScales.offset + (lane / kLatentAmaxLanes) * static_cast<int>(sizeof(float)));
-    decode_e4m3_times_scale_bf16<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, ts, kv_c);
+    decode_latent_bf16(lane, record, ts, kv_c);
     MLAKV_UNROLL
     for (int i = 0; i < kRopePerLane; ++i) {
       k_pe[i] = rope_bf16(load_u16(record + Spec::kRope.offset + 2 * (lane * kRopePerLane + i)), params);
     }
+  }
+
+  /// decode_lane_bf16's latent values given the lane's tile scale `ts`.
+  MLAKV_HD static void decode_latent_bf16(int lane, const std::uint8_t* record, float ts, std::uint16_t* kv_c) {
+    decode_e4m3_times_scale_bf16<kLatentPerLane>(record + Spec::kLatent.offset + lane * kLatentPerLane, ts, kv_c);
+  }
+
+  /// The record's 4 tile scales from one load: the scale of lane l's tile
+  /// is ts[l / kLatentAmaxLanes].
+  MLAKV_HD static void tile_scales(const std::uint8_t* record, float (&ts)[format::kFp8Tiles]) {
+    static_assert(Spec::kTileScales.offset % 16 == 0 && Spec::kTileScales.bytes == 16, "one aligned 16-byte load");
+    load_aligned<16>(reinterpret_cast<std::uint8_t*>(ts), record + Spec::kTileScales.offset);
   }
 
   /// RoPE pairs 4 quad.. as decode_lane_bf16 decodes each, from one load (the

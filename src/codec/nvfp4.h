@@ -249,6 +249,30 @@ MLAKV_HD std::uint8_t in_order_scale_byte(const std::uint8_t* record, int g) {
   return record[Nvfp4Latent::kGroupScales.offset + g];
 }
 
+/// Groups first, first + 8, first + 16 and first + 24 (first < 8): the
+/// groups one lane of a wide-tile attention decoder takes.
+inline constexpr int kStridedGroups = 4;
+inline constexpr int kGroupStride = 8;
+
+/// The scale bytes of groups first + 8 i (i < 4, first < 8) in the records
+/// that keep them in group order: two 16-byte loads of all 32 (which the 8
+/// lanes of a token share), each byte picked by word and shift (a byte array
+/// indexed by `first` would go to local memory).
+MLAKV_HD void in_order_scale_bytes_strided(const std::uint8_t* record, int first,
+                                           std::uint8_t (&bytes)[kStridedGroups]) {
+  static_assert(Nvfp4Latent::kGroupScales.offset % 16 == 0 && Nvfp4Latent::kGroupScales.bytes == 32,
+                "two aligned 16-byte loads hold every group's scale");
+  alignas(16) std::uint32_t words[8];
+  load_aligned<16>(reinterpret_cast<std::uint8_t*>(words), record + Nvfp4Latent::kGroupScales.offset);
+  load_aligned<16>(reinterpret_cast<std::uint8_t*>(words + 4), record + Nvfp4Latent::kGroupScales.offset + 16);
+  MLAKV_UNROLL
+  for (int i = 0; i < kStridedGroups; ++i) {
+    // Byte first + 8 i is in word 2 i + first / 4, at byte first % 4.
+    const std::uint32_t word = (first & 4) != 0 ? words[2 * i + 1] : words[2 * i];
+    bytes[i] = static_cast<std::uint8_t>(word >> (8 * (first & 3)));
+  }
+}
+
 /// Decodes group g with scale byte `sbyte`; values are finally multiplied by `outer_scale`.
 MLAKV_HD void decode_latent_group(int g, const std::uint8_t* record, std::uint8_t sbyte, float outer_scale,
                                   float* out) {

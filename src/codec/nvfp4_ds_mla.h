@@ -32,6 +32,11 @@ struct CodecNvfp4DsMla {
   MLAKV_HD static std::uint8_t latent_scale_byte(int lane, const std::uint8_t* record) {
     return in_order_scale_byte(record, lane);
   }
+  /// latent_scale_byte of lanes first + 8 i (i < 4), loaded together.
+  MLAKV_HD static void latent_scale_bytes_strided(int first, const std::uint8_t* record,
+                                                  std::uint8_t (&bytes)[kStridedGroups]) {
+    in_order_scale_bytes_strided(record, first, bytes);
+  }
   static constexpr bool kLatentOuterScale = false;
   /// A record of zero bytes decodes to +0 in every value (zero codes times a
   /// zero scale byte, zero bf16 RoPE bits), so a kernel may store its decode

@@ -33,6 +33,22 @@ struct CodecNvfp4Fp8DsMla {
   MLAKV_HD static std::uint8_t latent_scale_byte(int lane, const std::uint8_t* record) {
     return record[Spec::group_scale_offset(lane)];
   }
+  /// latent_scale_byte of lanes first + 8 i (i < 4, first < 8): the
+  /// permutation puts them on the 8 bytes at 8 (first % 4), byte
+  /// 2 i + first / 4, so one 8-byte load holds them.
+  MLAKV_HD static void latent_scale_bytes_strided(int first, const std::uint8_t* record,
+                                                  std::uint8_t (&bytes)[kStridedGroups]) {
+    static_assert(
+        Spec::group_scale_offset(0) % 8 == 0 && Spec::group_scale_offset(8) == Spec::group_scale_offset(0) + 2,
+        "groups first + 8 i sit 2 bytes apart on one aligned 8-byte span");
+    std::uint32_t words[2];
+    load_aligned<8>(reinterpret_cast<std::uint8_t*>(words), record + Spec::group_scale_offset(first & 3));
+    MLAKV_UNROLL
+    for (int i = 0; i < kStridedGroups; ++i) {
+      // Byte 2 i + first / 4 of the span: word i / 2, byte 2 (i % 2) + first / 4.
+      bytes[i] = static_cast<std::uint8_t>(words[i / 2] >> (8 * (2 * (i % 2) + (first >> 2))));
+    }
+  }
   static constexpr bool kLatentOuterScale = false;
   /// A record of zero bytes decodes to +0 in every value (zero codes times a
   /// zero scale byte, zero RoPE codes), so a kernel may store its decode for

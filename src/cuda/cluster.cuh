@@ -54,6 +54,20 @@ __device__ __forceinline__ void store_async(std::uint32_t address, std::uint32_t
                "r"(barrier));
 }
 
+/// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from
+/// this block's shared memory at `local` to `address` (shared::cluster, a
+/// peer block's), counted as transaction bytes on `barrier` (an mbarrier in
+/// that peer block). One instruction for what st.async would store 16 bytes
+/// at a time. The copy reads `local` through the async proxy: the stores
+/// that wrote it must be fenced (fence.proxy.async) before it is issued.
+__device__ __forceinline__ void copy_to_peer(std::uint32_t address, const void* local, std::uint32_t bytes,
+                                             std::uint32_t barrier) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(address),
+      "r"(shared_address(local)), "r"(bytes), "r"(barrier)
+      : "memory");
+}
+
 /// One arrival on a peer block's mbarrier. Release at CTA scope, as for a
 /// local arrival: what it orders before the peer's waiters is this thread's
 /// completed wgmma reads of the peer's tile copy (waited for), and shared

@@ -41,12 +41,11 @@ inline constexpr float kKeyTileScale = [] {
   }
 }();
 
-/// Latent group `group` of one record as 8 bf16 pairs in fragment order
-/// (times kLatentKeyScale).
+/// Latent group `group` of one record, whose scale byte is `sbyte`, as 8
+/// bf16 pairs in fragment order (times kLatentKeyScale).
 template <class Codec>
-__device__ __forceinline__ void decode_latent_fragment(int group, const std::uint8_t* record,
+__device__ __forceinline__ void decode_latent_fragment(int group, const std::uint8_t* record, std::uint8_t sbyte,
                                                        std::uint32_t (&latent)[8]) {
-  const std::uint8_t sbyte = Codec::latent_scale_byte(group, record);
   if constexpr (Codec::kLatentOuterScale) {
     const float outer = Codec::latent_outer_scale(record);
     if (!codec::decode_group_fragment_outer(codec::group_codes(record, group), sbyte, outer, latent)) {
@@ -57,6 +56,11 @@ __device__ __forceinline__ void decode_latent_fragment(int group, const std::uin
   } else {
     codec::decode_group_fragment(codec::group_codes(record, group), sbyte, latent);
   }
+}
+template <class Codec>
+__device__ __forceinline__ void decode_latent_fragment(int group, const std::uint8_t* record,
+                                                       std::uint32_t (&latent)[8]) {
+  decode_latent_fragment<Codec>(group, record, Codec::latent_scale_byte(group, record), latent);
 }
 
 /// Latent group `group` of one record as a shared key tile holds it, 8 bf16
@@ -70,6 +74,39 @@ __device__ __forceinline__ void decode_latent_key(int group, const std::uint8_t*
   } else {
     std::uint16_t unused[codec::kRopePerLane];
     codec::decode_lane_bf16_bits<Codec>(group, record, params, reinterpret_cast<std::uint16_t*>(latent), unused);
+  }
+}
+
+/// Latent groups first + 8 i (i < 4, first < 8) of one record as
+/// decode_latent_key decodes each: a wide-tile decoder lane's groups. Their
+/// scales are loaded together where the codec can (NVFP4: one or two loads
+/// of the scale bytes; fp8_ds_mla: the 4 tile scales in one), not a load a
+/// group.
+template <class Codec>
+__device__ __forceinline__ void decode_latent_keys_strided(int first, const std::uint8_t* record,
+                                                           const codec::DecodeParams& params,
+                                                           std::uint32_t (&latent)[codec::kStridedGroups][8]) {
+  constexpr int kStride = codec::kGroupStride;
+  if constexpr (kFragmentDecode<Codec> && requires { &Codec::latent_scale_bytes_strided; }) {
+    std::uint8_t sbytes[codec::kStridedGroups];
+    Codec::latent_scale_bytes_strided(first, record, sbytes);
+#pragma unroll
+    for (int i = 0; i < codec::kStridedGroups; ++i) {
+      decode_latent_fragment<Codec>(first + kStride * i, record, sbytes[i], latent[i]);
+    }
+  } else if constexpr (requires { &Codec::tile_scales; }) {
+    static_assert(Codec::kLatentAmaxLanes == kStride, "group first + 8 i is in tile i");
+    float ts[codec::kStridedGroups];
+    Codec::tile_scales(record, ts);
+#pragma unroll
+    for (int i = 0; i < codec::kStridedGroups; ++i) {
+      Codec::decode_latent_bf16(first + kStride * i, record, ts[i], reinterpret_cast<std::uint16_t*>(latent[i]));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < codec::kStridedGroups; ++i) {
+      decode_latent_key<Codec>(first + kStride * i, record, params, latent[i]);
+    }
   }
 }
 

@@ -98,8 +98,8 @@ inline constexpr bool kZeroRecordDecodesToZero = requires {
   requires Codec::kZeroRecordDecodesToZero;
 };
 
-/// Where a crossover decoder stores its tile's records a second time: the
-/// peer block's key tile and valid flags, and the barrier those stores
+/// Where a crossover decoder puts its tile's records a second time: the
+/// peer block's key tile and valid flags, and the barrier those copies
 /// complete on (shared::cluster addresses of the same buffer).
 struct PeerTile {
   std::uint32_t keys;
@@ -170,16 +170,15 @@ __device__ __forceinline__ void prefetch_records(const std::uint8_t* record, int
 /// RoPE pairs 4 j..4 j + 3, one 16-byte chunk of the row, stored at once (a
 /// 4-byte store costs as many shared store instructions, and with crossover
 /// as many remote ones, as a 16-byte one). A lane whose token has no record
-/// decodes the zero record and stores zeros. With crossover every store also
-/// goes to the peer's tile.
-template <class Codec, bool kCrossover>
-__device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile& peer,
-                                             const codec::DecodeParams& params, const std::uint8_t* record, bool valid,
-                                             int row, int lane) {
+/// decodes the zero record and stores zeros.
+template <class Codec>
+__device__ __forceinline__ void decode_round(std::uint8_t* keys, const codec::DecodeParams& params,
+                                             const std::uint8_t* record, bool valid, int row, int lane) {
   constexpr int kLanesPerToken = kWarpSize / kRoundTokens;
   constexpr int kSteps = codec::kLanes / kLanesPerToken;
-  static_assert(kLanesPerToken == 8 && codec::kLatentPerLane == 16 && codec::kRopePerLane == 2,
-                "the store offsets below; a lane's RoPE chunk is 8 dims");
+  static_assert(kLanesPerToken == codec::kGroupStride && kSteps == codec::kStridedGroups &&
+                    codec::kLatentPerLane == 16 && codec::kRopePerLane == 2,
+                "the store offsets below; a lane's groups are decode_latent_keys_strided's; its RoPE chunk is 8 dims");
   const int j = lane & (kLanesPerToken - 1);  // non-negative: the loads' offsets fold into immediates
   // Step i's swizzled latent store offsets (wgmma::swizzled_offset) from step
   // 0's: its group 8 i + j starts 2 i column blocks on, in chunk 2 (j % 4) of
@@ -192,20 +191,18 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // The zero record's decode is the zeros to store, or else is replaced by them.
   constexpr bool kDecoded = kZeroRecordDecodesToZero<Codec>;
-#pragma unroll  // the steps' decodes are independent: all in flight at once
+  // The steps' groups decoded at once (independent: all loads in flight),
+  // as bf16 pairs: in fragment order for NVFP4, else in dim order.
+  alignas(16) std::uint32_t latents[kSteps][8];
+  decode_latent_keys_strided<Codec>(j, record, params, latents);
+#pragma unroll
   for (int i = 0; i < kSteps; ++i) {
-    const int group = kLanesPerToken * i + j;
-    alignas(16) std::uint32_t latent[8];  // bf16 pairs: in fragment order for NVFP4, else in dim order
-    decode_latent_key<Codec>(group, record, params, latent);
+    const std::uint32_t(&latent)[8] = latents[i];
     const int at[2] = {latent_at + 2 * i * kKeyBlockBytes, (latent_at ^ 16) + 2 * i * kKeyBlockBytes};
     const uint4 low = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[0] : zero;
     const uint4 high = valid || kDecoded ? reinterpret_cast<const uint4*>(latent)[1] : zero;
     *reinterpret_cast<uint4*>(keys + at[0]) = low;
     *reinterpret_cast<uint4*>(keys + at[1]) = high;
-    if constexpr (kCrossover) {
-      cluster::store_async(peer.keys + at[0], low, peer.full);
-      cluster::store_async(peer.keys + at[1], high, peer.full);
-    }
   }
   alignas(16) std::uint32_t rope[4];  // RoPE pairs 4 j.. as bf16 pairs
   codec::decode_rope_quad_bf16_bits<Codec>(j, record, params, rope);
@@ -221,7 +218,6 @@ __device__ __forceinline__ void decode_round(std::uint8_t* keys, const PeerTile&
   }
   const uint4 pairs = valid || kDecoded ? *reinterpret_cast<const uint4*>(rope) : zero;
   *reinterpret_cast<uint4*>(keys + rope_at) = pairs;
-  if constexpr (kCrossover) cluster::store_async(peer.keys + rope_at, pairs, peer.full);
 }
 
 /// Issues (and commits) the tile's scores, 64 heads x 64 keys.
@@ -344,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // This lane's token of round r (of the warp's share).
     const auto round_token = [&](int r) { return kRoundTokens * r + lane / (kWarpSize / kRoundTokens); };
     const bool mine = shuffle(d.records, first_lane + lane % d.count) != nullptr;
-    PeerTile to_peer{};
+    [[maybe_unused]] PeerTile to_peer{};
     if constexpr (kCrossover) {
       to_peer = {cluster::peer_address(sh.keys[buffer], peer), cluster::peer_address(sh.valid[buffer], peer),
                  cluster::peer_address(&sh.keys_full[buffer], peer)};
@@ -360,8 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                          record != nullptr};
     };
     const auto round = [&](int r, const RoundRecord& at) {
-      decode_round<Codec, kCrossover>(sh.keys[buffer], to_peer, params, at.record, at.valid, d.first + round_token(r),
-                                      lane);
+      decode_round<Codec>(sh.keys[buffer], params, at.record, at.valid, d.first + round_token(r), lane);
     };
     const std::uint32_t empty_parity = (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u;
     // Every round's records located before the wait, and their loads all in
@@ -380,8 +375,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       *reinterpret_cast<std::uint32_t*>(&sh.valid[buffer][d.first + 4 * lane]) = word;
       if constexpr (kCrossover) cluster::store_async(to_peer.valid + d.first + 4 * lane, word, to_peer.full);
     }
-    bulk_copy_fence();  // the key tile's stores before the wgmma read them
+    bulk_copy_fence();  // the key tile's stores before the wgmma (and with crossover the copies) read them
     __syncwarp();       // every lane's stores (and their fences) come before lane 0 publishes the tile
+    if constexpr (kCrossover) {
+      // The warp's rows of each column block are d.count whole rows, one
+      // span of bytes: one bulk copy a block (9 a warp, where storing each
+      // 16-byte chunk a second time took 72 remote stores a lane).
+      if (lane < kColumnBlocks) {
+        const std::uint32_t at = static_cast<std::uint32_t>(lane * kKeyBlockBytes + d.first * 128);
+        cluster::copy_to_peer(to_peer.keys + at, sh.keys[buffer] + at, static_cast<std::uint32_t>(d.count * 128),
+                              to_peer.full);
+      }
+    }
     if (arrives) {
       if constexpr (kCrossover) {
         // The counterpart warp of the peer stores as many bytes here.

@@ -481,7 +481,57 @@ void expect_rope_quads_equal_the_lanes_pairs() {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Random records (every scale byte of every value at some position): the
+// scale bytes of groups first + 8 i loaded together equal each group's own
+// latent_scale_byte, for every first.
+template <class Codec>
+void expect_strided_scale_bytes_equal_each_groups() {
+  std::mt19937 rng(23);
+  std::vector<std::uint8_t> record(Codec::Spec::kRecordBytes);
+  int mismatches = 0;
+  for (int trial = 0; trial < 256; ++trial) {
+    for (auto& byte : record) byte = static_cast<std::uint8_t>(rng());
+    for (int first = 0; first < mlakv::codec::kGroupStride; ++first) {
+      std::uint8_t bytes[mlakv::codec::kStridedGroups];
+      Codec::latent_scale_bytes_strided(first, record.data(), bytes);
+      for (int i = 0; i < mlakv::codec::kStridedGroups; ++i) {
+        mismatches +=
+            bytes[i] != Codec::latent_scale_byte(first + mlakv::codec::kGroupStride * i, record.data()) ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 }  // namespace
+
+TEST(element_conversion, strided_scale_bytes_equal_each_groups_scale_byte_for_every_nvfp4_codec) {
+  expect_strided_scale_bytes_equal_each_groups<mlakv::codec::CodecNvfp4DsMla>();
+  expect_strided_scale_bytes_equal_each_groups<mlakv::codec::CodecNvfp4DsMlaFp8Rope>();
+  expect_strided_scale_bytes_equal_each_groups<mlakv::codec::CodecNvfp4DsMlaFp8RopePts>();
+  expect_strided_scale_bytes_equal_each_groups<mlakv::codec::CodecNvfp4Fp8DsMla>();
+}
+
+TEST(element_conversion, fp8_ds_mla_tile_scales_decode_each_lane_as_its_own_scale_load_does) {
+  std::mt19937 rng(29);
+  std::vector<std::uint8_t> record(mlakv::codec::CodecFp8DsMla::Spec::kRecordBytes);
+  int mismatches = 0;
+  for (int trial = 0; trial < 64; ++trial) {
+    for (auto& byte : record) byte = static_cast<std::uint8_t>(rng());
+    float ts[mlakv::format::kFp8Tiles];
+    mlakv::codec::CodecFp8DsMla::tile_scales(record.data(), ts);
+    for (int lane = 0; lane < mlakv::codec::kLanes; ++lane) {
+      std::uint16_t want[mlakv::codec::kLatentPerLane];
+      std::uint16_t pe[mlakv::codec::kRopePerLane];
+      mlakv::codec::CodecFp8DsMla::decode_lane_bf16(lane, record.data(), {}, want, pe);
+      std::uint16_t got[mlakv::codec::kLatentPerLane];
+      mlakv::codec::CodecFp8DsMla::decode_latent_bf16(lane, record.data(),
+                                                      ts[lane / mlakv::codec::CodecFp8DsMla::kLatentAmaxLanes], got);
+      for (int i = 0; i < mlakv::codec::kLatentPerLane; ++i) mismatches += got[i] != want[i] ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
 
 TEST(element_conversion, zero_records_decode_to_zero_bits_for_every_codec_that_says_so) {
   expect_zero_record_decodes_to_zero_bits<mlakv::codec::CodecFp8DsMla>();
