@@ -113,18 +113,19 @@ bool transposed_products_for(std::int64_t heads) { return heads <= wide_tiles::k
 
 // Beyond 32 heads the wide-tile kernel is the faster one for the FP8 records
 // at every row count, and for the NVFP4 ones (their fragment decode) from 4
-// blocks of 64 heads, or from 64 with crossover; fewer blocks keep the
-// shared-tile kernel (one block) or the 32-key kernel. H200 bench at 851ca1d
+// blocks of 64 heads; fewer blocks keep the shared-tile kernel (one block)
+// or the 32-key kernel. H200 bench at 851ca1d
 // against the kernels that ran before, us: fp8_ds_mla at H = 64, R = 1 / 16
 // / 32 17.1 / 31.7 / 46.6 against 19.9 / 35.3 / 54.4, at H = 128, R = 1 / 16
 // 19.2 / 48.4 against 20.5 / 54.4; 368 B at H = 64, R = 4 / 16 / 32 26.7 /
 // 33.2 / 45.1 against 27.9 / 36.1 / 50.4, at R = 1 20.9 against 20.3; with
-// crossover (H = 128) at R = 1 / 4 / 16 24.0 / 30.7 / 53.6 against 20.7 /
-// 29.4 / 50.7, where the split rows' two-tile pipeline fills and drains
-// too often and waits on its peer.
+// crossover (H = 128) the 32-key kernel ran below 64 blocks until the
+// crossover decoders' bulk copies (df82a7c) made the wide tiles faster from
+// 4: 368 B at R = 16 47.3 against 50.1 us, R = 4 / 8 at parity, R = 1 23.8
+// against 21.0 (bench/results/h200-df82a7c-crossover-blocks.txt).
 bool wide_tiles_for(bool nvfp4, std::int64_t rows, std::int64_t heads) {
   if (transposed_products_for(heads) || !nvfp4) return true;
-  return rows * ((heads + 63) / 64) >= (wide_tiles::crossover_for(heads) ? 64 : 4);
+  return rows * ((heads + 63) / 64) >= 4;
 }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.

@@ -315,10 +315,11 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
 
 // On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
 // at every row count and for the NVFP4 ones but pts from 4 blocks of 64
-// heads, from 64 where a row's two blocks share the decode in a cluster
-// (crossover: 36 rows of 100 or 128 heads, the second of 100 with 28 past
-// H; 69 rows of 40 or 64 run one block a row); 32-key tiles for pts, and
-// for the NVFP4 ones with crossover below 64 blocks (as in the first test).
+// heads, a row's two blocks sharing the decode in a cluster where it has
+// two (crossover: 36 rows of 100 or 128 heads, the second of 100 with 28
+// past H, as the first test's 3 rows of 128; 69 rows of 40 or 64 run one
+// block a row); 32-key tiles for pts, and for the NVFP4 ones below 4
+// blocks (as the first test's 3 rows of 64).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   // Every record the 64-key kernel takes (crossover at 100 and 128 heads), and pts on the 32-key one.
