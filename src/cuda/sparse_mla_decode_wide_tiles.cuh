@@ -12,8 +12,8 @@
 //     and decode them with the shared codecs into one of two bf16 key tiles
 //     (the readers' bf16 values, or for NVFP4 their fragment decode in
 //     warpgroup_io.cuh's order; zeros for an entry without a record); with
-//     crossover (a row's two blocks of 64 heads in a cluster) warpgroup 2
-//     alone decodes this block's half of each tile, into both blocks' tiles;
+//     crossover (a row's two blocks of 64 heads in a cluster) they decode
+//     this block's half of each tile and bulk-copy it into the peer's tile;
 //   - math warpgroup 0 scores a tile (64 heads x 64 keys x 576 dims), runs its
 //     online softmax in registers, publishes the bf16 probabilities and each
 //     head's rescale factor, and adds P x V for output dims 0..255;

@@ -48,11 +48,12 @@ inline constexpr int kBlockTokens = kCrossover ? kTileTokens / 2 : kTileTokens;
 
 // Records of a tile each decoder warp decodes: warpgroup 1's warps fewer, as
 // they also multiply P x V between their decodes (a tile waits for its
-// slowest decoder). Without crossover 4 + 12 measured fastest; with it,
-// warpgroup 2 alone, 8 records a warp; with the transposed products (whose
+// slowest decoder). Without crossover 4 + 12 measured fastest (0 + 16 and
+// 8 + 8 again at a84790e); with it 4 + 4 (since the bulk copies: warpgroup 1
+// waits most of a tile for the weights); with the transposed products (whose
 // P x V is a quarter or an eighth of 64 heads') 8 + 8 (docs/kernel_history.md).
 template <bool kCrossover, bool kTransposed = false>
-inline constexpr int kValueWarpTokens = kCrossover    ? 0
+inline constexpr int kValueWarpTokens = kCrossover    ? 4
                                         : kTransposed ? 8
                                                       : 4;
 template <bool kCrossover, bool kTransposed = false>
