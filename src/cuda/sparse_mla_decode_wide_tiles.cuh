@@ -255,9 +255,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kDecoderWarps = kValueTokens > 0 ? 8 : 4;  // warpgroup 2's, and warpgroup 1's if they decode
   // Arrivals a warp makes on a handshake barrier: its lane 0's, after a
   // __syncwarp; with MLAKV_RACECHECK_ARRIVALS every lane's, which
-  // compute-sanitizer's racecheck models (it does not model __syncwarp).
+  // compute-sanitizer's racecheck models (it does not model __syncwarp);
+  // with crossover a math lane's remote arrival too, and of a decoder warp's
+  // lanes only lane 0 announces the peer's bytes.
 #if defined(MLAKV_RACECHECK_ARRIVALS)
-  constexpr std::uint32_t kWarpArrivals = kCrossover ? 1 : kWarpSize;
+  constexpr std::uint32_t kWarpArrivals = kWarpSize;
 #else
   constexpr std::uint32_t kWarpArrivals = 1;
 #endif
@@ -388,8 +390,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     if (arrives) {
-      if constexpr (kCrossover) {
-        // The counterpart warp of the peer stores as many bytes here.
+      if (kCrossover && lane == 0) {
+        // The counterpart warp of the peer copies as many bytes here.
         bulk_barrier_expect(&sh.keys_full[buffer], static_cast<std::uint32_t>(d.count * (kKeyRowBytes + 1)));
       } else {
         barrier_arrive(&sh.keys_full[buffer]);
