@@ -165,7 +165,8 @@ struct SplitPlan {
   int tiles_per_split;  // units of kTileTokens (64) entries
 };
 
-SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads, std::int64_t topk,
+// `wide_tiles`: the warpgroup kernel runs its 64-key tiles (wide_tiles_for).
+SplitPlan plan_splits(DecodeKernel kernel, bool wide_tiles, std::int64_t rows, std::int64_t heads, std::int64_t topk,
                       int multiprocessors) {
   const std::int64_t tiles = std::max<std::int64_t>(1, (topk + kTileTokens - 1) / kTileTokens);
   std::int64_t blocks = 0;
@@ -191,7 +192,16 @@ SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads
   // the tiles each block walks (a partial last wave costs a whole one), plus,
   // when rows are split, about a tile for the block's start and one per 16
   // heads for writing its float32 partial result and merging it. Ties go to
-  // fewer splits.
+  // fewer splits. The wide tiles split a row into single tiles only while
+  // the grid fills at most half the SMs (three quarters with the transposed
+  // products, whose blocks start and finish faster): beyond that, two tiles
+  // a block on half the blocks were faster, below it one tile a block (H200,
+  // bench/results/h200-8df6419-split-plans.txt: R = 4 368 B H = 16 / 64
+  // 14.5 / 22.9 us against 15.7 / 26.2; R = 2 H = 128 23.7 against 26.6;
+  // fp8_ds_mla H = 64 R = 3 (96 blocks) 19.6 against 21.3; but H = 16 / 32
+  // R = 3 (96 transposed blocks) 13.9 / 16.6 with single tiles against 14.1
+  // / 17.3).
+  const std::int64_t single_tile_blocks = transposed_products_for(heads) ? resident * 3 / 4 : resident / 2;
   const std::int64_t split_cost = 1 + std::min(heads, block_heads) / 16;
   const std::int64_t most = std::min<std::int64_t>(tiles, kMaxSplits);
   std::int64_t best_splits = 1;
@@ -200,6 +210,7 @@ SplitPlan plan_splits(DecodeKernel kernel, std::int64_t rows, std::int64_t heads
   for (std::int64_t splits = 1; splits <= most; ++splits) {
     const std::int64_t per_split = (tiles + splits - 1) / splits;
     if ((tiles + per_split - 1) / per_split != splits) continue;  // the same split as a smaller count
+    if (wide_tiles && per_split == 1 && splits > 1 && blocks * splits > single_tile_blocks) continue;
     const std::int64_t waves = (blocks * splits + resident - 1) / resident;
     const std::int64_t cost = waves * (per_split + (splits > 1 ? split_cost : 0));
     if (best_cost < 0 || cost < best_cost) {
@@ -612,8 +623,10 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   const int multiprocessors = multiprocessor_count(device);
   const bool warpgroups = kFitsWarpgroups<Codec> && warpgroups_run_on(device);
   const KernelChoice choice{kFragmentDecode<Codec>, warpgroups, warpgroups && kWideTiles<Codec>};
-  SplitPlan plan =
-      plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), p.rows, p.heads, p.topk, multiprocessors);
+  const DecodeKernel kernel = kernel_for(choice, p.rows, p.heads, multiprocessors);
+  const bool wide = kernel == DecodeKernel::kWarpgroups && choice.wide_tiles &&
+                    wide_tiles_for(choice.decodes_to_fragments, p.rows, p.heads);
+  SplitPlan plan = plan_splits(kernel, wide, p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
     plan.splits = 1;
     plan.tiles_per_split = static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens));
@@ -657,12 +670,15 @@ __global__ void __launch_bounds__(kCombineThreads) merge_kernel(const params::Me
 
 }  // namespace
 
-// The workspace does not depend on the format: the larger of the two kernels' plans.
+// The workspace does not depend on the format: the largest of the kernels' plans.
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device) {
   const int multiprocessors = multiprocessor_count(device);
   std::int64_t bytes = 0;
   for (const DecodeKernel kernel : {DecodeKernel::kSharedTile, DecodeKernel::kSplitDims, DecodeKernel::kWarpgroups}) {
-    bytes = std::max(bytes, plan_workspace_bytes(plan_splits(kernel, rows, heads, topk, multiprocessors), rows, heads));
+    for (const bool wide : {false, true}) {
+      bytes = std::max(
+          bytes, plan_workspace_bytes(plan_splits(kernel, wide, rows, heads, topk, multiprocessors), rows, heads));
+    }
   }
   return bytes;
 }
