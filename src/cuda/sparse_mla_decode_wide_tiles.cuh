@@ -285,12 +285,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     barrier_init(&sh.totals_full, 4 * kWarpArrivals);
     bulk_barrier_init_fence();
   }
-  warpgroup_io::load_query<Codec, kThreads, kBlockHeads>(sh.q, p, row, head0, tid);
-  bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
+  // A block of 16 heads has warpgroup 0 alone load its query (18 KB, which
+  // only its scores read) while the decoders already load their first tile:
+  // 2-4 % faster at R <= 64 (H200, bench/results/h200-fa88aab-query-loads.txt).
+  // At 64 heads (72 KB, 36 loads a thread) that made warpgroup 0 later than
+  // the first tile (1-6 % slower), so there every thread loads it first.
+  constexpr bool kQueryByWarpgroup0 = kBlockHeads <= 16;
+  if constexpr (!kQueryByWarpgroup0) {
+    warpgroup_io::load_query<Codec, kThreads, kBlockHeads>(sh.q, p, row, head0, tid);
+    bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
+  }
   if constexpr (kCrossover) {
-    cluster::sync();  // both blocks' barriers are initialized before either stores into the other
+    cluster::sync();  // both blocks' barriers are initialized before either copies into the other
   } else {
     __syncthreads();
+  }
+  if constexpr (kQueryByWarpgroup0) {
+    if (warpgroup == 0) {
+      warpgroup_io::load_query<Codec, 128, kBlockHeads>(sh.q, p, row, head0, tid);
+      bulk_copy_fence();                                // the query's ordinary stores before the wgmma read them
+      asm volatile("bar.sync 3, 128;\n" ::: "memory");  // every thread's part of the query is in
+    }
   }
   // A math warp's release of a key tile (lane 0, after the warp's reads).
   const auto release_keys = [&](int buffer) {
