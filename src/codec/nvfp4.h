@@ -249,11 +249,6 @@ MLAKV_HD std::uint8_t in_order_scale_byte(const std::uint8_t* record, int g) {
   return record[Nvfp4Latent::kGroupScales.offset + g];
 }
 
-/// Groups first, first + 8, first + 16 and first + 24 (first < 8): the
-/// groups one lane of a wide-tile attention decoder takes.
-inline constexpr int kStridedGroups = 4;
-inline constexpr int kGroupStride = 8;
-
 /// The scale bytes of groups first + 8 i (i < 4, first < 8) in the records
 /// that keep them in group order: two 16-byte loads of all 32 (which the 8
 /// lanes of a token share), each byte picked by word and shift (a byte array

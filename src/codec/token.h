@@ -23,6 +23,12 @@ inline constexpr int kRopePerLane = kRopeDim / kLanes;
 static_assert(kLatentPerLane == format::kNvfp4GroupSize, "a lane owns exactly one NVFP4 group");
 static_assert(format::kFp8TileSize % kLatentPerLane == 0, "an FP8 tile is a whole number of lanes");
 
+/// Latent groups first, first + 8, first + 16 and first + 24 (first < 8):
+/// the groups one lane of a wide-tile attention decoder takes, whose scales
+/// some codecs load together (latent_scale_bytes_strided, tile_scales).
+inline constexpr int kStridedGroups = 4;
+inline constexpr int kGroupStride = 8;
+
 /// Per-call values some formats consume.
 struct EncodeParams {
   float k_scale = 1.0f;  ///< fp8_e4m3 stores E4M3(v / k_scale)
