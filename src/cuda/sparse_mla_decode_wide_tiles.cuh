@@ -168,9 +168,9 @@ __device__ __forceinline__ void prefetch_records(const std::uint8_t* record, int
 /// the 32 lanes' 16-byte stores spread evenly over the swizzle's 8 chunk
 /// columns (4 stores each: the fewest for 512 bytes); and the lane decodes
 /// RoPE pairs 4 j..4 j + 3, one 16-byte chunk of the row, stored at once (a
-/// 4-byte store costs as many shared store instructions, and with crossover
-/// as many remote ones, as a 16-byte one). A lane whose token has no record
-/// decodes the zero record and stores zeros.
+/// 4-byte store costs as many shared store instructions as a 16-byte one).
+/// A lane whose token has no record decodes the zero record and stores
+/// zeros.
 template <class Codec>
 __device__ __forceinline__ void decode_round(std::uint8_t* keys, const codec::DecodeParams& params,
                                              const std::uint8_t* record, bool valid, int row, int lane) {
@@ -287,7 +287,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // A block of 16 heads has warpgroup 0 alone load its query (18 KB, which
   // only its scores read) while the decoders already load their first tile:
-  // 2-4 % faster at R <= 64 (H200, bench/results/h200-fa88aab-query-loads.txt).
+  // 2-4 % faster at R <= 16, within 1.5 % at R = 64 / 128 (H200,
+  // bench/results/h200-fa88aab-query-loads.txt).
   // At 64 heads (72 KB, 36 loads a thread) that made warpgroup 0 later than
   // the first tile (1-6 % slower), so there every thread loads it first.
   constexpr bool kQueryByWarpgroup0 = kBlockHeads <= 16;
