@@ -23,6 +23,12 @@ inline constexpr bool kFragmentDecode = requires {
   &Codec::latent_scale_byte;
 };
 
+/// The NVFP4 record with a per-token (outer) scale on its latent values.
+template <class Codec>
+inline constexpr bool kOuterScale = requires {
+  requires Codec::kLatentOuterScale;
+};
+
 /// The factor the latent key fragments carry: the fragment scale where the
 /// integer decode applies, 1 where a per-token outer scale needs the f32 path.
 template <class Codec>

@@ -13,6 +13,7 @@
 
 #include "cuda/attention_result.cuh"
 #include "cuda/cuda_backend.h"
+#include "cuda/key_fragment.cuh"
 #include "cuda/launch_decode_kernel.h"
 #include "cuda/mma.cuh"
 #include "cuda/sparse_mla_decode_split_dims.cuh"
@@ -83,33 +84,54 @@ int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1;
 // the GPU; at few rows the shared-tile kernel is. Beyond 32 heads, on Hopper
 // builds with sm_90a code, a warpgroup kernel (wgmma, decoder warps filling
 // key tiles while two math warpgroups multiply) takes every record of up to
-// 656 bytes: 32-key tiles, or with enough rows 64-key tiles for every record
-// but the per-token-scaled NVFP4 one (docs/attention.md). Up to 16 heads (and
+// 656 bytes: 32-key tiles, or with enough rows 64-key tiles (kWideTiles; the
+// per-token-scaled NVFP4 record only with crossover: wide_tiles_for;
+// docs/attention.md). Up to 16 heads (and
 // for NVFP4 up to 32 below 64 rows) the 64-key kernel, with its products
 // transposed (the keys as the wgmma M, no head padding), takes those records.
-enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups };
+enum class DecodeKernel { kSharedTile, kSplitDims, kWarpgroups, kWideTiles, kTransposedProducts };
 
 // The records whose ring of at least two tiles fits beside the warpgroup kernel's tiles.
 template <class Codec>
 inline constexpr bool kFitsWarpgroups = warpgroups::kFits<Codec::Spec::kRecordBytes>;
 
 // The records the wide-tile warpgroup kernel (64-key tiles) also takes: every
-// one that fits but the NVFP4 record with a per-token scale, whose fragment
-// decode takes an f32 pass a pair that the 32-key kernel's deeper pipeline
-// hides better (H200, H = 64, R = 64: 109 against 174 us).
+// one that fits.
 template <class Codec>
-inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes> && !requires {
-  requires Codec::kLatentOuterScale;
+inline constexpr bool kWideTiles = wide_tiles::kFits<Codec::Spec::kRecordBytes>;
+
+struct KernelChoice {
+  bool decodes_to_fragments;  // the NVFP4 records
+  bool outer_scale;           // the NVFP4 record with a per-token scale
+  bool warpgroups;            // the warpgroup kernel is built for the codec and runs on the device
+  bool wide_tiles;            // and the wide-tile one too
 };
 
-// Where the wide-tile kernel's transposed products (the keys as the wgmma M,
-// no head padding) take a row of up to 32 heads: every record they are built
-// for, at every row count, since their decoders' loads and addresses were
-// cut (8e5212a). H200 bench at 8e5212a against the 32-key kernel, which used
-// to keep 17-32 heads from 64 rows and the FP8 records there, us at R = 64 /
-// 128, H = 32: 368 B 58.4 / 91.5 against 67.6 / 112.8, 656 B 70.8 / 116.2
-// against 86.8 / 149.0; at R = 1 and 16 no slower.
-bool transposed_products_for(std::int64_t heads) { return heads <= wide_tiles::kTransposedHeads; }
+// The block size (16 or 32 heads) of the wide-tile kernel's transposed
+// products (the keys as the wgmma M, no head padding; each block decodes
+// every record of its tiles), or 0 where they do not run:
+// - every row of up to 32 heads of the records they are built for (all but
+//   pts), since their decoders' loads and addresses were cut (8e5212a; H200
+//   bench against the 32-key kernel, us at R = 64 / 128, H = 32: 368 B 58.4 /
+//   91.5 against 67.6 / 112.8, 656 B 70.8 / 116.2 against 86.8 / 149.0);
+// - blocks of 16 while the rows have at most 12 of them, and for NVFP4 blocks
+//   of 32 while they have at most 16: rows too few to fill the GPU with
+//   blocks of 64. H200 bench at 3dbcab5's tree
+//   (bench/results/h200-3dbcab5-transposed-blocks.txt), R = 1, us, 368 B at
+//   H = 32 / 64 / 128: 12.8 / 14.0 / 15.6 against 15.7 (blocks of 32) /
+//   20.6 / 21.1 (the shared-tile kernel); fp8_ds_mla 13.3 / 15.0 / 17.4
+//   against 15.9 / 17.3 / 19.1 (blocks of 32, then of 64 heads); up to the
+//   limits 1.01-1.47x. Beyond them slower: blocks of 16 at 16-24 blocks up to
+//   1.2x, fp8_ds_mla in blocks of 32 at H = 64, R = 2 / 4 1.04x.
+inline constexpr std::int64_t kMostBlocksOf16 = 12;
+inline constexpr std::int64_t kMostBlocksOf32 = 16;
+
+int transposed_block_heads(const KernelChoice& choice, std::int64_t rows, std::int64_t heads) {
+  if (choice.outer_scale) return 0;
+  if (heads <= 16 || rows * ((heads + 15) / 16) <= kMostBlocksOf16) return 16;
+  if (heads <= wide_tiles::kTransposedHeads) return wide_tiles::kTransposedHeads;
+  return choice.decodes_to_fragments && rows * ((heads + 31) / 32) <= kMostBlocksOf32 ? 32 : 0;
+}
 
 // Beyond 32 heads the wide-tile kernel is the faster one for the FP8 records
 // at every row count, and for the NVFP4 ones (their fragment decode) from 4
@@ -123,9 +145,17 @@ bool transposed_products_for(std::int64_t heads) { return heads <= wide_tiles::k
 // crossover decoders' bulk copies (df82a7c) made the wide tiles faster from
 // 4: 368 B at R = 16 47.3 against 50.1 us, R = 4 / 8 at parity, R = 1 23.8
 // against 21.0 (bench/results/h200-df82a7c-crossover-blocks.txt).
-bool wide_tiles_for(bool nvfp4, std::int64_t rows, std::int64_t heads) {
-  if (transposed_products_for(heads) || !nvfp4) return true;
-  return rows * ((heads + 63) / 64) >= 4;
+//
+// The per-token-scaled NVFP4 record (its fragment decode takes an f32
+// product a value) only with crossover, where a block decodes half of each
+// tile: against the 32-key kernel at H = 128 1.05-1.15x at R = 2..16 and
+// 1.02-1.03x at R = 64 / 128, but 1.1-1.6x slower at every H <= 64, R >= 4,
+// where its decode binds (H200 bench at 3dbcab5's tree,
+// bench/results/h200-3dbcab5-{pts-wide-tiles,transposed-blocks}.txt).
+bool wide_tiles_for(const KernelChoice& choice, std::int64_t rows, std::int64_t heads) {
+  const bool enough_blocks = rows * ((heads + 63) / 64) >= 4;
+  if (choice.outer_scale) return wide_tiles::crossover_for(heads) && enough_blocks;
+  return !choice.decodes_to_fragments || enough_blocks;
 }
 
 // Whether this build holds the sm_90a code of the warpgroup kernel and `device` runs it.
@@ -138,16 +168,9 @@ bool warpgroups_run_on(int device) {
 #endif
 }
 
-struct KernelChoice {
-  bool decodes_to_fragments;
-  bool warpgroups;  // the warpgroup kernel is built for the codec and runs on the device
-  bool wide_tiles;  // and the wide-tile one too
-};
-
-DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  if (choice.wide_tiles && wide_tiles_for(choice.decodes_to_fragments, rows, heads)) {
-    return DecodeKernel::kWarpgroups;
-  }
+DecodeKernel kernel_for(const KernelChoice& choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
+  if (choice.wide_tiles && transposed_block_heads(choice, rows, heads) > 0) return DecodeKernel::kTransposedProducts;
+  if (choice.wide_tiles && wide_tiles_for(choice, rows, heads)) return DecodeKernel::kWideTiles;
   // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
   // half empty (at 32 heads it takes the time of 64: H = 64, R = 64 ran in
   // 86 us where the split-dims kernel took 108 at H = 32). A single block or
@@ -161,13 +184,13 @@ DecodeKernel kernel_for(KernelChoice choice, std::int64_t rows, std::int64_t hea
 
 struct SplitPlan {
   DecodeKernel kernel;
+  int block_heads;  // of the transposed products (transposed_block_heads)
   int splits;
   int tiles_per_split;  // units of kTileTokens (64) entries
 };
 
-// `wide_tiles`: the warpgroup kernel runs its 64-key tiles (wide_tiles_for).
-SplitPlan plan_splits(DecodeKernel kernel, bool wide_tiles, std::int64_t rows, std::int64_t heads, std::int64_t topk,
-                      int multiprocessors) {
+SplitPlan plan_splits(DecodeKernel kernel, int transposed_heads, std::int64_t rows, std::int64_t heads,
+                      std::int64_t topk, int multiprocessors) {
   const std::int64_t tiles = std::max<std::int64_t>(1, (topk + kTileTokens - 1) / kTileTokens);
   std::int64_t blocks = 0;
   std::int64_t block_heads = 32;
@@ -175,7 +198,11 @@ SplitPlan plan_splits(DecodeKernel kernel, bool wide_tiles, std::int64_t rows, s
   if (kernel == DecodeKernel::kSplitDims) {
     blocks = rows * ((heads + 31) / 32);
     per_sm = heads <= 16 ? split_dims::kBlocksPerSm<1> : split_dims::kBlocksPerSm<2>;
-  } else if (kernel == DecodeKernel::kWarpgroups) {
+  } else if (kernel == DecodeKernel::kTransposedProducts) {
+    block_heads = transposed_heads;
+    blocks = rows * ((heads + block_heads - 1) / block_heads);
+    per_sm = 1;
+  } else if (kernel == DecodeKernel::kWarpgroups || kernel == DecodeKernel::kWideTiles) {
     block_heads = warpgroups::kHeads;
     blocks = rows * ((heads + block_heads - 1) / block_heads);
     per_sm = 1;
@@ -201,7 +228,7 @@ SplitPlan plan_splits(DecodeKernel kernel, bool wide_tiles, std::int64_t rows, s
   // fp8_ds_mla H = 64 R = 3 (96 blocks) 19.6 against 21.3; but H = 16 / 32
   // R = 3 (96 transposed blocks) 13.9 / 16.6 with single tiles against 14.1
   // / 17.3).
-  const std::int64_t single_tile_blocks = transposed_products_for(heads) ? resident * 3 / 4 : resident / 2;
+  const std::int64_t single_tile_blocks = kernel == DecodeKernel::kTransposedProducts ? resident * 3 / 4 : resident / 2;
   const std::int64_t split_cost = 1 + std::min(heads, block_heads) / 16;
   const std::int64_t most = std::min<std::int64_t>(tiles, kMaxSplits);
   std::int64_t best_splits = 1;
@@ -210,7 +237,10 @@ SplitPlan plan_splits(DecodeKernel kernel, bool wide_tiles, std::int64_t rows, s
   for (std::int64_t splits = 1; splits <= most; ++splits) {
     const std::int64_t per_split = (tiles + splits - 1) / splits;
     if ((tiles + per_split - 1) / per_split != splits) continue;  // the same split as a smaller count
-    if (wide_tiles && per_split == 1 && splits > 1 && blocks * splits > single_tile_blocks) continue;
+    const bool wide = kernel == DecodeKernel::kWideTiles || kernel == DecodeKernel::kTransposedProducts;
+    if (wide && per_split == 1 && splits > 1 && blocks * splits > single_tile_blocks) {
+      continue;
+    }
     const std::int64_t waves = (blocks * splits + resident - 1) / resident;
     const std::int64_t cost = waves * (per_split + (splits > 1 ? split_cost : 0));
     if (best_cost < 0 || cost < best_cost) {
@@ -219,7 +249,7 @@ SplitPlan plan_splits(DecodeKernel kernel, bool wide_tiles, std::int64_t rows, s
       best_per_split = per_split;
     }
   }
-  return {kernel, static_cast<int>(best_splits), static_cast<int>(best_per_split)};
+  return {kernel, transposed_heads, static_cast<int>(best_splits), static_cast<int>(best_per_split)};
 }
 
 std::int64_t plan_workspace_bytes(const SplitPlan& plan, std::int64_t rows, std::int64_t heads) {
@@ -599,17 +629,23 @@ cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPl
   return launch_combine(p, plan.splits, stream);
 }
 
+// The warpgroup kernel of plan.kernel: the 64-key tiles (kWideTiles) or the
+// 32-key ones (kWarpgroups, built for the NVFP4 records only: wide_tiles_for
+// gives every FP8 record the wide tiles).
 template <class Codec>
 cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPlan& plan, int device,
                               cudaStream_t stream) {
-  cudaError_t status = cudaSuccess;
-  if constexpr (kWideTiles<Codec> && !kFragmentDecode<Codec>) {  // the FP8 records: always (wide_tiles_for)
-    status = wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
-  } else if constexpr (kWideTiles<Codec>) {
-    status = wide_tiles_for(kFragmentDecode<Codec>, p.rows, p.heads)
-                 ? wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream)
-                 : warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
-  } else {
+  cudaError_t status = cudaErrorNotSupported;
+  if (plan.kernel == DecodeKernel::kWideTiles) {
+    if constexpr (kWideTiles<Codec>) {
+      status = wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
+    }
+  } else if (plan.kernel == DecodeKernel::kTransposedProducts) {
+    if constexpr (kWideTiles<Codec> && !kOuterScale<Codec>) {
+      status =
+          wide_tiles::launch_transposed<Codec>(p, plan.block_heads, plan.splits, plan.tiles_per_split, device, stream);
+    }
+  } else if constexpr (kFragmentDecode<Codec>) {
     status = warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
   }
   if (status != cudaSuccess || plan.splits == 1) return status;
@@ -622,18 +658,20 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
   const int multiprocessors = multiprocessor_count(device);
   const bool warpgroups = kFitsWarpgroups<Codec> && warpgroups_run_on(device);
-  const KernelChoice choice{kFragmentDecode<Codec>, warpgroups, warpgroups && kWideTiles<Codec>};
-  const DecodeKernel kernel = kernel_for(choice, p.rows, p.heads, multiprocessors);
-  const bool wide = kernel == DecodeKernel::kWarpgroups && choice.wide_tiles &&
-                    wide_tiles_for(choice.decodes_to_fragments, p.rows, p.heads);
-  SplitPlan plan = plan_splits(kernel, wide, p.rows, p.heads, p.topk, multiprocessors);
+  const KernelChoice choice{kFragmentDecode<Codec>, kOuterScale<Codec>, warpgroups, warpgroups && kWideTiles<Codec>};
+  SplitPlan plan =
+      plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), transposed_block_heads(choice, p.rows, p.heads),
+                  p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
     plan.splits = 1;
     plan.tiles_per_split = static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens));
   }
 #if MLAKV_SM90A
   if constexpr (kFitsWarpgroups<Codec>) {
-    if (plan.kernel == DecodeKernel::kWarpgroups) return launch_warpgroups<Codec>(p, plan, device, stream);
+    if (plan.kernel == DecodeKernel::kWarpgroups || plan.kernel == DecodeKernel::kWideTiles ||
+        plan.kernel == DecodeKernel::kTransposedProducts) {
+      return launch_warpgroups<Codec>(p, plan, device, stream);
+    }
   }
 #endif
   if constexpr (kFragmentDecode<Codec>) {
@@ -674,10 +712,11 @@ __global__ void __launch_bounds__(kCombineThreads) merge_kernel(const params::Me
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device) {
   const int multiprocessors = multiprocessor_count(device);
   std::int64_t bytes = 0;
-  for (const DecodeKernel kernel : {DecodeKernel::kSharedTile, DecodeKernel::kSplitDims, DecodeKernel::kWarpgroups}) {
-    for (const bool wide : {false, true}) {
-      bytes = std::max(
-          bytes, plan_workspace_bytes(plan_splits(kernel, wide, rows, heads, topk, multiprocessors), rows, heads));
+  for (const DecodeKernel kernel : {DecodeKernel::kSharedTile, DecodeKernel::kSplitDims, DecodeKernel::kWarpgroups,
+                                    DecodeKernel::kWideTiles, DecodeKernel::kTransposedProducts}) {
+    for (const int transposed_heads : {16, 32}) {
+      const SplitPlan plan = plan_splits(kernel, transposed_heads, rows, heads, topk, multiprocessors);
+      bytes = std::max(bytes, plan_workspace_bytes(plan, rows, heads));
     }
   }
   return bytes;

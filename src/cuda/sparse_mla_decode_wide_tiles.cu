@@ -31,12 +31,22 @@ cudaError_t launch_blocks(const params::SparseDecodeParams& p, int splits, int u
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream) {
-  if (p.heads <= kTransposedHeads) {
-    return p.heads <= 16 ? launch_blocks<Codec, false, 16>(p, splits, units_per_split, device, stream)
-                         : launch_blocks<Codec, false, 32>(p, splits, units_per_split, device, stream);
+  if constexpr (kOuterScale<Codec>) {
+    // The per-token-scaled record takes this kernel with crossover only
+    // (wide_tiles_for): its other shapes are not built.
+    if (!crossover_for(p.heads)) return cudaErrorNotSupported;
+    return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
+  } else {
+    if (crossover_for(p.heads)) return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
+    return launch_blocks<Codec, false, kHeads>(p, splits, units_per_split, device, stream);
   }
-  if (crossover_for(p.heads)) return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
-  return launch_blocks<Codec, false, kHeads>(p, splits, units_per_split, device, stream);
+}
+
+template <class Codec>
+cudaError_t launch_transposed(const params::SparseDecodeParams& p, int block_heads, int splits, int units_per_split,
+                              int device, cudaStream_t stream) {
+  return block_heads == 16 ? launch_blocks<Codec, false, 16>(p, splits, units_per_split, device, stream)
+                           : launch_blocks<Codec, false, 32>(p, splits, units_per_split, device, stream);
 }
 
 template cudaError_t launch<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
@@ -44,6 +54,18 @@ template cudaError_t launch<codec::CodecFp8DsMla>(const params::SparseDecodePara
 template cudaError_t launch<codec::CodecNvfp4DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
 template cudaError_t launch<codec::CodecNvfp4DsMlaFp8Rope>(const params::SparseDecodeParams&, int, int, int,
                                                            cudaStream_t);
+template cudaError_t launch<codec::CodecNvfp4DsMlaFp8RopePts>(const params::SparseDecodeParams&, int, int, int,
+                                                              cudaStream_t);
 template cudaError_t launch<codec::CodecNvfp4Fp8DsMla>(const params::SparseDecodeParams&, int, int, int, cudaStream_t);
+template cudaError_t launch_transposed<codec::CodecFp8E4m3>(const params::SparseDecodeParams&, int, int, int, int,
+                                                            cudaStream_t);
+template cudaError_t launch_transposed<codec::CodecFp8DsMla>(const params::SparseDecodeParams&, int, int, int, int,
+                                                             cudaStream_t);
+template cudaError_t launch_transposed<codec::CodecNvfp4DsMla>(const params::SparseDecodeParams&, int, int, int, int,
+                                                               cudaStream_t);
+template cudaError_t launch_transposed<codec::CodecNvfp4DsMlaFp8Rope>(const params::SparseDecodeParams&, int, int, int,
+                                                                      int, cudaStream_t);
+template cudaError_t launch_transposed<codec::CodecNvfp4Fp8DsMla>(const params::SparseDecodeParams&, int, int, int, int,
+                                                                  cudaStream_t);
 
 }  // namespace mlakv::cuda::wide_tiles

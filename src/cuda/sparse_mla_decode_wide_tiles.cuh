@@ -555,7 +555,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       });
     }
     wait_totals();
-    tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, split, warpgroup, warp, lane);
+    tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, warp, lane);
     return;
   } else {
     const int r0 = 16 * warp + g;

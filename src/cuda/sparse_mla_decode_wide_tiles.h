@@ -74,13 +74,18 @@ static_assert(shares_fit<false>() && shares_fit<true>() && shares_fit<false, tru
 template <int kRecordBytes>
 inline constexpr bool kFits = kRecordBytes % 16 == 0 && kRecordBytes <= kMaxRecordBytes;
 
-/// Launches the decode of `p` over grid (blocks of 64 heads per row, or one
-/// of 16 or 32 for at most kTransposedHeads; splits),
+/// Launches the decode of `p` over grid (blocks of 64 heads per row; splits),
 /// each split walking units_per_split units of 64 entries; with more than one
 /// split it writes the workspace partials the merge kernel combines. Rows of
 /// an even number of 64-head blocks run in clusters of two (crossover).
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream);
+
+/// The same with the transposed products, in blocks of `block_heads` (16 or
+/// 32) heads, each decoding every record of its tiles.
+template <class Codec>
+cudaError_t launch_transposed(const params::SparseDecodeParams& p, int block_heads, int splits, int units_per_split,
+                              int device, cudaStream_t stream);
 
 }  // namespace mlakv::cuda::wide_tiles

@@ -158,7 +158,7 @@ __device__ __forceinline__ void rescale(float (&o)[4][kN / 2], const float (&alp
 template <class Codec, bool kPartial, int kN>
 __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const float (&o)[4][kN / 2],
                                              const float* row_sums, const float* row_maxima, std::int64_t row,
-                                             std::int64_t split, int half, int warp, int lane) {
+                                             std::int64_t head0, std::int64_t split, int half, int warp, int lane) {
   const auto totals_of = [&](int head) { return finish_head(row_sums[head], row_maxima[head]); };
   const int g = lane / 4;
   const int c = lane % 4;
@@ -168,10 +168,10 @@ __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p
   const int dim = kFragmentDecode<Codec> ? g / 2 + 4 * (g % 2) : g;
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j) {
-    const int head = 8 * j + 2 * c + (lower ? 0 : 1);
-    const bool live = head < p.heads;
+    const int head = 8 * j + 2 * c + (lower ? 0 : 1);  // of the block's
+    const bool live = head0 + head < p.heads;
     const HeadTotals totals = totals_of(head);
-    const HeadStore<kPartial> store(p, gridDim.y, split, row, live ? head : 0);
+    const HeadStore<kPartial> store(p, gridDim.y, split, row, live ? head0 + head : 0);
     const float scale = totals.inv_sum * (1.0f / kKeyTileScale<Codec>);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
@@ -191,8 +191,8 @@ __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p
     }
     if (half == 0 && warp == 0 && g < 2) {  // lanes 0..7: the lse of heads 8 j + 2 c + g
       const int lse_head = 8 * j + 2 * c + g;
-      if (lse_head < p.heads) {
-        *HeadStore<kPartial>(p, gridDim.y, split, row, lse_head).lse = totals_of(lse_head).lse;
+      if (head0 + lse_head < p.heads) {
+        *HeadStore<kPartial>(p, gridDim.y, split, row, head0 + lse_head).lse = totals_of(lse_head).lse;
       }
     }
   }

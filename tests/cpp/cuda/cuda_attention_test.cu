@@ -285,10 +285,12 @@ TEST(cuda_sparse_mla_decode, blocks_of_64_heads_match_the_cpu) {
 }
 
 // On Hopper every record but pts takes the 64-key kernel's transposed
-// products up to 32 heads; elsewhere, and for pts, with a few rows the
-// shared-tile kernel runs (the tests above), and with at least a fifth as
-// many rows as SMs (27 on an H200, the 36 here) the split-dims kernel up to
-// 16 heads and on Hopper the 32-key warpgroup kernel for 17-32.
+// products up to 32 heads (in blocks of 16 while a call has at most 12 of
+// them, as the 36 rows of 5-16 heads here; else of 32); elsewhere, and for
+// pts, with a few rows the shared-tile kernel runs (the tests above), and
+// with at least a fifth as many rows as SMs (27 on an H200, the 36 here) the
+// split-dims kernel up to 16 heads and on Hopper the 32-key warpgroup kernel
+// for 17-32.
 TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every_nvfp4_format) {
   MLAKV_REQUIRE_GPU();
   for (const Format format :
@@ -314,12 +316,11 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
 }
 
 // On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
-// at every row count and for the NVFP4 ones but pts from 4 blocks of 64
-// heads, a row's two blocks sharing the decode in a cluster where it has
-// two (crossover: 36 rows of 100 or 128 heads, the second of 100 with 28
-// past H, as the first test's 3 rows of 128; 69 rows of 40 or 64 run one
-// block a row); 32-key tiles for pts, and for the NVFP4 ones below 4
-// blocks (as the first test's 3 rows of 64).
+// and for the NVFP4 ones from 4 blocks of 64 heads, a row's two blocks
+// sharing the decode in a cluster where it has two (crossover: 36 rows of
+// 100 or 128 heads, the second of 100 with 28 past H; pts only there); 69
+// rows of 40 or 64 run one block a row; 32-key tiles for pts at 40 and 64
+// heads. Fewer rows take the transposed products (the next test).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   // Every record the 64-key kernel takes (crossover at 100 and 128 heads), and pts on the 32-key one.
@@ -345,6 +346,47 @@ TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
     const std::string what = std::string(format_info(format).id) + " H=128 K=5000 R=" + std::to_string(p.rows);
     expect_close(run_cuda(cache, p, true), cpu, max_abs_value(cache.keys()), what + " (workspace)");
     expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), what);
+  }
+}
+
+// The first `rows` rows of `p` (row-major q, indices and topk_len).
+Problem first_rows(Problem p, std::int64_t rows) {
+  p.rows = rows;
+  p.q.resize(static_cast<std::size_t>(rows * p.heads * 576));  // 576 dims a head
+  p.indices.resize(static_cast<std::size_t>(rows * p.topk));
+  p.topk_len.resize(static_cast<std::size_t>(rows));
+  return p;
+}
+
+// Rows of more than 32 heads too few for blocks of 64: on Hopper every record
+// but pts takes the transposed products in blocks of 16 heads while the call
+// has at most 12 of them (1 row of 40, 100 or 128 heads, 3 of 48 or 64), else
+// for NVFP4 in blocks of 32 while it has at most 16 (2 rows of 100, 6 of 48,
+// 4 of 128), each block decoding every record of its tiles; the FP8 records
+// take the 64-key tiles there, pts the shared-tile kernel or with crossover
+// (from 2 rows of 100 or 128) the 64-key tiles. 40 and 100 heads end in a
+// partial block of 16 (and 100 in one of 32), 48 in 16 heads of a block of 32.
+TEST(cuda_sparse_mla_decode, few_rows_of_more_than_32_heads_match_the_cpu) {
+  MLAKV_REQUIRE_GPU();
+  for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMla,
+                              Format::kNvfp4Fp8DsMla, Format::kNvfp4DsMlaFp8RopePts}) {
+    AttentionCache cache(format, 4096, 7);
+    const double value_scale = max_abs_value(cache.keys());
+    for (const auto& [heads, rows] : {std::pair<std::int64_t, std::int64_t>{40, 1},
+                                      {100, 1},
+                                      {128, 1},
+                                      {48, 3},
+                                      {64, 3},
+                                      {100, 2},
+                                      {48, 6},
+                                      {128, 4}}) {
+      Problem p = first_rows(make_problem(heads, 700, cache.capacity(), 30 + heads + rows, (rows + 2) / 3), rows);
+      const Result cpu = run_cpu(cache, p);
+      const std::string what =
+          std::string(format_info(format).id) + " H=" + std::to_string(heads) + " R=" + std::to_string(rows);
+      expect_close(run_cuda(cache, p, false), cpu, value_scale, what);
+      expect_close(run_cuda(cache, p, true), cpu, value_scale, what + " (workspace)");
+    }
   }
 }
 
