@@ -58,3 +58,20 @@ m.rep("  return cudaLaunchKernelEx(&config, merge_splits_kernel, p, splits);\n",
       "  tl_dump_kernel<<<1, 1, 0, stream>>>(1);\n  wide_tiles::tl_dump_decode(stream);\n  return e;\n")
 m.rep("namespace mlakv::cuda {\n", "namespace mlakv::cuda {\nnamespace wide_tiles {\nvoid tl_dump_decode(cudaStream_t stream);\n}\n", 1)
 m.write()
+
+# Inside the transposed products' epilogue (thread 0 of each block, every call; the dump after the 4th call's merge
+# prints the 4th's): its start, each head group's stores issued (j = 0, 1), its end. TI lines: block, stamps.
+t = SourcePatch("src/cuda/transposed_products.cuh")
+t.rep("template <class Codec, bool kPartial, int kN>\n__device__ __forceinline__ void store_output(",
+      "__device__ unsigned long long g_in[1024][4];\n"
+      "__device__ __forceinline__ void in_stamp(int k) {\n"
+      "  if (threadIdx.x != 0 || k > 3) return;\n"
+      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t) :: \"memory\");\n"
+      "  g_in[(blockIdx.x + gridDim.x * blockIdx.y) % 1024][k] = t;\n}\n"
+      "template <class Codec, bool kPartial, int kN>\n__device__ __forceinline__ void store_output(")
+t.rep("  const int dim = kFragmentDecode<Codec> ? g / 2 + 4 * (g % 2) : g;\n#pragma unroll\n  for (int j = 0; j < kN / 8; ++j) {\n",
+      "  const int dim = kFragmentDecode<Codec> ? g / 2 + 4 * (g % 2) : g;\n  in_stamp(0);\n#pragma unroll\n  for (int j = 0; j < kN / 8; ++j) {\n    if (j > 0) in_stamp(j);\n")
+t.write()
+w2 = SourcePatch("src/cuda/sparse_mla_decode_wide_tiles.cuh")
+w2.rep("      if (g_tl[b][0] != 0) printf(", "      if (g_tl[b][0] != 0 && transposed_products::g_in[b][0] != 0) printf(\"TI %d %llu %llu %llu\\n\", b, transposed_products::g_in[b][0], transposed_products::g_in[b][1], transposed_products::g_in[b][2]);\n      if (g_tl[b][0] != 0) printf(")
+w2.write()
