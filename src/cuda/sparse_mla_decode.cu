@@ -133,10 +133,11 @@ int transposed_block_heads(const KernelChoice& choice, std::int64_t rows, std::i
   return choice.decodes_to_fragments && rows * ((heads + 31) / 32) <= kMostBlocksOf32 ? 32 : 0;
 }
 
-// Beyond 32 heads the wide-tile kernel is the faster one for the FP8 records
-// at every row count, and for the NVFP4 ones (their fragment decode) from 4
-// blocks of 64 heads; fewer blocks keep the shared-tile kernel (one block)
-// or the 32-key kernel. H200 bench at 851ca1d
+// Beyond 32 heads (and beyond transposed_block_heads' few rows) the
+// wide-tile kernel is the faster one for the FP8 records at every row
+// count, and for the NVFP4 ones (their fragment decode) from 4 blocks of 64
+// heads; below that they took the shared-tile kernel (one block) or the
+// 32-key kernel, where pts still goes. H200 bench at 851ca1d
 // against the kernels that ran before, us: fp8_ds_mla at H = 64, R = 1 / 16
 // / 32 17.1 / 31.7 / 46.6 against 19.9 / 35.3 / 54.4, at H = 128, R = 1 / 16
 // 19.2 / 48.4 against 20.5 / 54.4; 368 B at H = 64, R = 4 / 16 / 32 26.7 /
