@@ -109,7 +109,8 @@ struct KernelChoice {
 
 // The block size (16 or 32 heads) of the wide-tile kernel's transposed
 // products (the keys as the wgmma M, no head padding; each block decodes
-// every record of its tiles), or 0 where they do not run:
+// every record of its tiles), or 0 where they do not run (nor where the
+// wide-tile kernel does not):
 // - every row of up to 32 heads of the records they are built for (all but
 //   pts), since their decoders' loads and addresses were cut (8e5212a; H200
 //   bench against the 32-key kernel, us at R = 64 / 128, H = 32: 368 B 58.4 /
@@ -127,7 +128,7 @@ inline constexpr std::int64_t kMostBlocksOf16 = 12;
 inline constexpr std::int64_t kMostBlocksOf32 = 16;
 
 int transposed_block_heads(const KernelChoice& choice, std::int64_t rows, std::int64_t heads) {
-  if (choice.outer_scale) return 0;
+  if (!choice.wide_tiles || choice.outer_scale) return 0;
   if (heads <= 16 || rows * ((heads + 15) / 16) <= kMostBlocksOf16) return 16;
   if (heads <= wide_tiles::kTransposedHeads) return wide_tiles::kTransposedHeads;
   return choice.decodes_to_fragments && rows * ((heads + 31) / 32) <= kMostBlocksOf32 ? 32 : 0;
@@ -169,8 +170,10 @@ bool warpgroups_run_on(int device) {
 #endif
 }
 
-DecodeKernel kernel_for(const KernelChoice& choice, std::int64_t rows, std::int64_t heads, int multiprocessors) {
-  if (choice.wide_tiles && transposed_block_heads(choice, rows, heads) > 0) return DecodeKernel::kTransposedProducts;
+// `transposed_heads`: transposed_block_heads(choice, rows, heads).
+DecodeKernel kernel_for(const KernelChoice& choice, int transposed_heads, std::int64_t rows, std::int64_t heads,
+                        int multiprocessors) {
+  if (transposed_heads > 0) return DecodeKernel::kTransposedProducts;
   if (choice.wide_tiles && wide_tiles_for(choice, rows, heads)) return DecodeKernel::kWideTiles;
   // Beyond 16 heads the warpgroup kernel wins even with its 64-head block
   // half empty (at 32 heads it takes the time of 64: H = 64, R = 64 ran in
@@ -660,9 +663,9 @@ cudaError_t launch(const params::SparseDecodeParams& p, cudaStream_t stream) {
   const int multiprocessors = multiprocessor_count(device);
   const bool warpgroups = kFitsWarpgroups<Codec> && warpgroups_run_on(device);
   const KernelChoice choice{kFragmentDecode<Codec>, kOuterScale<Codec>, warpgroups, warpgroups && kWideTiles<Codec>};
-  SplitPlan plan =
-      plan_splits(kernel_for(choice, p.rows, p.heads, multiprocessors), transposed_block_heads(choice, p.rows, p.heads),
-                  p.rows, p.heads, p.topk, multiprocessors);
+  const int transposed_heads = transposed_block_heads(choice, p.rows, p.heads);
+  SplitPlan plan = plan_splits(kernel_for(choice, transposed_heads, p.rows, p.heads, multiprocessors), transposed_heads,
+                               p.rows, p.heads, p.topk, multiprocessors);
   if (p.workspace == nullptr || p.workspace_bytes < plan_workspace_bytes(plan, p.rows, p.heads)) {
     plan.splits = 1;
     plan.tiles_per_split = static_cast<int>(std::max<std::int64_t>(1, (p.topk + kTileTokens - 1) / kTileTokens));

@@ -31,13 +31,10 @@ cudaError_t launch_blocks(const params::SparseDecodeParams& p, int splits, int u
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                    cudaStream_t stream) {
+  if (crossover_for(p.heads)) return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
   if constexpr (kOuterScale<Codec>) {
-    // The per-token-scaled record takes this kernel with crossover only
-    // (wide_tiles_for): its other shapes are not built.
-    if (!crossover_for(p.heads)) return cudaErrorNotSupported;
-    return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
+    return cudaErrorNotSupported;  // the per-token-scaled record takes crossover only (wide_tiles_for): not built
   } else {
-    if (crossover_for(p.heads)) return launch_blocks<Codec, true, kHeads>(p, splits, units_per_split, device, stream);
     return launch_blocks<Codec, false, kHeads>(p, splits, units_per_split, device, stream);
   }
 }

@@ -315,6 +315,10 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
   expect_close(run_cuda(cache, p, false), cpu, max_abs_value(cache.keys()), "H=16 K=5000 R=36 (no workspace)");
 }
 
+// The records the warpgroup kernels take (at most 656 bytes a token).
+constexpr Format kWarpgroupFormats[] = {Format::kFp8DsMla,   Format::kFp8E4m3,       Format::kNvfp4DsMlaFp8Rope,
+                                        Format::kNvfp4DsMla, Format::kNvfp4Fp8DsMla, Format::kNvfp4DsMlaFp8RopePts};
+
 // On Hopper these take a warpgroup kernel: 64-key tiles for the FP8 records
 // and for the NVFP4 ones from 4 blocks of 64 heads, a row's two blocks
 // sharing the decode in a cluster where it has two (crossover: 36 rows of
@@ -323,9 +327,8 @@ TEST(cuda_sparse_mla_decode, many_rows_of_up_to_32_heads_match_the_cpu_for_every
 // heads. Fewer rows take the transposed products (the next test).
 TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
-  // Every record the 64-key kernel takes (crossover at 100 and 128 heads), and pts on the 32-key one.
-  for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMla,
-                              Format::kNvfp4Fp8DsMla, Format::kNvfp4DsMlaFp8RopePts}) {
+  // 64-key tiles (crossover at 100 and 128 heads, pts only there), pts on the 32-key ones at 40 and 64.
+  for (const Format format : kWarpgroupFormats) {
     AttentionCache cache(format, 4096, 11);
     const double value_scale = max_abs_value(cache.keys());
     for (const std::int64_t heads : {40, 64, 100, 128}) {  // 40: a block with 24 heads past H
@@ -368,8 +371,7 @@ Problem first_rows(Problem p, std::int64_t rows) {
 // partial block of 16 (and 100 in one of 32), 48 in 16 heads of a block of 32.
 TEST(cuda_sparse_mla_decode, few_rows_of_more_than_32_heads_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
-  for (const Format format : {Format::kFp8DsMla, Format::kFp8E4m3, Format::kNvfp4DsMlaFp8Rope, Format::kNvfp4DsMla,
-                              Format::kNvfp4Fp8DsMla, Format::kNvfp4DsMlaFp8RopePts}) {
+  for (const Format format : kWarpgroupFormats) {
     AttentionCache cache(format, 4096, 7);
     const double value_scale = max_abs_value(cache.keys());
     for (const auto& [heads, rows] : {std::pair<std::int64_t, std::int64_t>{40, 1},
