@@ -27,6 +27,21 @@ __device__ __forceinline__ std::uint32_t peer_address(const void* local, std::ui
   return address;
 }
 
+/// A float, and 4 floats (16-byte aligned), at `address` (shared::cluster).
+/// Volatile: the loads stay after the cluster barrier that makes them safe.
+__device__ __forceinline__ float load(std::uint32_t address) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
+  return v;
+}
+__device__ __forceinline__ float4 load4(std::uint32_t address) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(address));
+  return v;
+}
+
 /// Every thread of the cluster arrives (release) and waits for all (acquire):
 /// the peers' barriers are initialized before any remote use, and no block
 /// leaves while a peer may still arrive on its barriers.

@@ -610,7 +610,7 @@ cudaError_t launch_shape(const params::SparseDecodeParams& p, const SplitPlan& p
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
   const auto run = [&]<bool kPartial>() {
     return launch_decode_kernel<sparse_mla_decode_shared_tile_kernel<Codec, kGroups, kPartial>>(
-        grid, Shape::kThreads, sizeof(SharedStorage<kGroups>), 1, p, plan.tiles_per_split, device, stream);
+        grid, Shape::kThreads, sizeof(SharedStorage<kGroups>), dim3(1, 1), p, plan.tiles_per_split, device, stream);
   };
   if (plan.splits == 1) return run.template operator()<false>();
   if (const cudaError_t status = run.template operator()<true>(); status != cudaSuccess) return status;
@@ -625,7 +625,7 @@ cudaError_t launch_split_dims(const params::SparseDecodeParams& p, const SplitPl
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(plan.splits));
   const auto run = [&]<bool kPartial>() {
     return launch_decode_kernel<split_dims::sparse_mla_decode_split_dims_kernel<Codec, kGroups, kPartial>>(
-        grid, split_dims::kThreads, sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>), 1, p,
+        grid, split_dims::kThreads, sizeof(split_dims::Storage<kGroups, Codec::Spec::kRecordBytes>), dim3(1, 1), p,
         plan.tiles_per_split, device, stream);
   };
   if (plan.splits == 1) return run.template operator()<false>();
@@ -640,19 +640,20 @@ template <class Codec>
 cudaError_t launch_warpgroups(const params::SparseDecodeParams& p, const SplitPlan& plan, int device,
                               cudaStream_t stream) {
   cudaError_t status = cudaErrorNotSupported;
+  bool merged = false;  // the wide tiles merge a row's splits in its cluster where they can
   if (plan.kernel == DecodeKernel::kWideTiles) {
     if constexpr (kWideTiles<Codec>) {
-      status = wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
+      status = wide_tiles::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream, merged);
     }
   } else if (plan.kernel == DecodeKernel::kTransposedProducts) {
     if constexpr (kWideTiles<Codec> && !kOuterScale<Codec>) {
-      status =
-          wide_tiles::launch_transposed<Codec>(p, plan.block_heads, plan.splits, plan.tiles_per_split, device, stream);
+      status = wide_tiles::launch_transposed<Codec>(p, plan.block_heads, plan.splits, plan.tiles_per_split, device,
+                                                    stream, merged);
     }
   } else if constexpr (kFragmentDecode<Codec>) {
     status = warpgroups::launch<Codec>(p, plan.splits, plan.tiles_per_split, device, stream);
   }
-  if (status != cudaSuccess || plan.splits == 1) return status;
+  if (status != cudaSuccess || plan.splits == 1 || merged) return status;
   return launch_combine(p, plan.splits, stream);
 }
 

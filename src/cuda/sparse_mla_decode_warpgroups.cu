@@ -15,8 +15,8 @@ cudaError_t launch_kernel(const params::SparseDecodeParams& p, int splits, int u
   static_assert(kBytes <= kSharedLimit, "one block fits an SM");
   const std::int64_t blocks_per_row = (p.heads + kHeads - 1) / kHeads;
   const dim3 grid(static_cast<unsigned>(p.rows * blocks_per_row), static_cast<unsigned>(splits));
-  return launch_decode_kernel<sparse_mla_decode_warpgroups_kernel<Codec, kPartial>>(grid, kThreads, kBytes, 1, p,
-                                                                                    units_per_split, device, stream);
+  return launch_decode_kernel<sparse_mla_decode_warpgroups_kernel<Codec, kPartial>>(grid, kThreads, kBytes, dim3(1, 1),
+                                                                                    p, units_per_split, device, stream);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "cuda/attention_result.cuh"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cluster.cuh"
+#include "cuda/cluster_merge.cuh"
 #include "cuda/key_fragment.cuh"
 #include "cuda/sparse_mla_decode_wide_tiles.h"
 #include "cuda/transposed_products.cuh"
@@ -229,10 +230,12 @@ __device__ __forceinline__ void issue_scores(float (&scores)[32], const std::uin
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <class Codec, bool kPartial, bool kCrossover, int kBlockHeads>
+template <class Codec, Epilogue kEpilogue, bool kCrossover, int kBlockHeads>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_mla_decode_wide_tiles_kernel(const params::SparseDecodeParams p, int units_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kPartial = kEpilogue == Epilogue::kWorkspace;
+  constexpr bool kClusterMerge = kEpilogue == Epilogue::kCluster;
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   static_assert(kFits<kRecordBytes>, "records the decoders load straight from global memory");
   static_assert(kTileTokens == 64, "a tile is one unit of the split plan");
@@ -240,6 +243,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Shared = Storage<kBlockHeads>;
   constexpr bool kTransposed = Shared::kTransposed;
   static_assert(!kTransposed || !kCrossover, "a row of at most 32 heads is one block");
+  static_assert(sizeof(cluster_merge::Staging<kBlockHeads>) <= sizeof(Shared::keys),
+                "the staging reuses the key tiles");
+  static_assert(!kClusterMerge || !kCrossover, "a cluster is either a crossover pair or a row's splits");
   auto& sh = *reinterpret_cast<Shared*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
 
   if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
@@ -271,6 +277,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (arrives) barrier_arrive(&sh.totals_full);
   };
   const auto wait_totals = [&] { bulk_barrier_wait(&sh.totals_full, 0); };
+  // With the cluster merge: the block's partial result is staged in the key
+  // tiles (free once both math warpgroups have passed named barrier 4), and
+  // every thread of the block, decoders too, joins the cluster barrier after
+  // which the math warpgroups read the blocks' staging, and the one after
+  // which none is read any more (no block leaves before: its shared memory
+  // would go). The decoders do not merge: their register budget (setmaxnreg)
+  // is the decode's.
+  const auto staging = [&]() -> cluster_merge::Staging<kBlockHeads>& {
+    return *reinterpret_cast<cluster_merge::Staging<kBlockHeads>*>(sh.keys);
+  };
+  const auto merge_in_cluster = [&] {
+    cluster::sync();  // every block's partial result is staged
+    if (warpgroup < 2) {
+      cluster_merge::merge<kBlockHeads>(p, staging(), block.row, block.head0, static_cast<int>(gridDim.y), tid, 256);
+    }
+    cluster::sync();  // no block reads another's staging any more
+  };
   // With crossover, block `rank` of the cluster decodes tokens 32 rank.. of each tile.
   const std::uint32_t rank = kCrossover ? cluster::rank() : 0u;
   const std::uint32_t peer = rank ^ 1u;
@@ -420,7 +443,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     start_decoder(d);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) decode.template operator()<kDecoderTokens / kRoundTokens>(d, t);
-    if constexpr (kCrossover) cluster::sync();  // the math warpgroups' last remote arrivals
+    if constexpr (kClusterMerge) {
+      merge_in_cluster();
+    } else if constexpr (kCrossover) {
+      cluster::sync();  // the math warpgroups' last remote arrivals
+    }
     return;
   }
 
@@ -555,7 +582,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       });
     }
     wait_totals();
-    tp::store_output<Codec, kPartial, kN>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, warp, lane);
+    if constexpr (kClusterMerge) {
+      asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
+      tp::store_output<Codec, kN>(p, cluster_merge::StagedHeads<kBlockHeads>{&staging()}, o, sh.row_sum, sh.row_max,
+                                  head0, warpgroup, warp, lane);
+      merge_in_cluster();
+    } else {
+      tp::store_output<Codec, kN>(p, GlobalHeads<kPartial>{p, split, row, head0}, o, sh.row_sum, sh.row_max, head0,
+                                  warpgroup, warp, lane);
+    }
     return;
   } else {
     const int r0 = 16 * warp + g;
@@ -618,8 +653,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       });
     }
     wait_totals();
-    warpgroup_io::store_output<Codec, kPartial>(p, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
-    if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
+    if constexpr (kClusterMerge) {
+      asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
+      warpgroup_io::store_output<Codec>(p, cluster_merge::StagedHeads<kBlockHeads>{&staging()}, o, sh.row_sum,
+                                        sh.row_max, head0, warpgroup, r0, r1, c);
+      merge_in_cluster();
+    } else {
+      warpgroup_io::store_output<Codec>(p, GlobalHeads<kPartial>{p, split, row, head0}, o, sh.row_sum, sh.row_max,
+                                        head0, warpgroup, r0, r1, c);
+      if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
+    }
   }
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)

@@ -36,6 +36,11 @@ inline constexpr int kKeyRowBytes = kQueryDim * 2;  // a decoded key: 576 bf16
 /// are transposed (the tile's 64 keys as the wgmma M: transposed_products.cuh).
 inline constexpr int kTransposedHeads = 32;
 
+/// Where a block's result goes: the output (a row in one split), its split's
+/// rows of the workspace (merged by the merge kernel), or its cluster's merge
+/// (a row's splits in one cluster: cluster_merge.cuh).
+enum class Epilogue { kOutput, kWorkspace, kCluster };
+
 /// Crossover: where a row's blocks of 64 heads pair up (128 heads), each pair
 /// forms a cluster and each block decodes half of every tile into both
 /// blocks' key tiles (stores to the peer's shared memory that complete on its
@@ -75,17 +80,19 @@ template <int kRecordBytes>
 inline constexpr bool kFits = kRecordBytes % 16 == 0 && kRecordBytes <= kMaxRecordBytes;
 
 /// Launches the decode of `p` over grid (blocks of 64 heads per row; splits),
-/// each split walking units_per_split units of 64 entries; with more than one
-/// split it writes the workspace partials the merge kernel combines. Rows of
-/// an even number of 64-head blocks run in clusters of two (crossover).
+/// each split walking units_per_split units of 64 entries. With more than one
+/// split a row's splits merge in their cluster where it fits (`merged` is
+/// then set), else they write the workspace partials the merge kernel
+/// combines. Rows of an even number of 64-head blocks run in clusters of two
+/// (crossover).
 template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
-                   cudaStream_t stream);
+                   cudaStream_t stream, bool& merged);
 
 /// The same with the transposed products, in blocks of `block_heads` (16 or
 /// 32) heads, each decoding every record of its tiles.
 template <class Codec>
 cudaError_t launch_transposed(const params::SparseDecodeParams& p, int block_heads, int splits, int units_per_split,
-                              int device, cudaStream_t stream);
+                              int device, cudaStream_t stream, bool& merged);
 
 }  // namespace mlakv::cuda::wide_tiles

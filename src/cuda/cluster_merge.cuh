@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// The splits of a row merged inside the decode kernel: the blocks of a row's
+// splits run as one thread-block cluster (along y), each stages its partial
+// result (every head's 512 float32 outputs, already divided by its sum, and
+// its lse) in its own shared memory, and after a cluster barrier each block
+// merges a slice of the heads' outputs, reading every split's staging through
+// distributed shared memory. No partial result reaches global memory and no
+// merge kernel runs: with the workspace and merge kernel, the partials' stores
+// and the merge took 20-40 % of the call at H >= 64, R = 16..64 (a build
+// without them: bench/results/h100-29ef764-split-costs.txt). The arithmetic
+// is the merge kernel's (sparse_mla_decode.cu), split by split in the same
+// order, so both give the same bits.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attention_result.cuh"
+#include "cuda/cluster.cuh"
+#include "params/attention_params.h"
+
+namespace mlakv::cuda::cluster_merge {
+
+/// A staged head's outputs, padded by 4 floats: the epilogue's float2 stores
+/// of a warp (8 dims of each of 4 heads 2 apart) then fall in distinct banks.
+inline constexpr int kRowFloats = kValueDim + 4;
+
+/// The splits of a row that merge in their cluster (the wide tiles' launch
+/// says why two); the merge below takes up to kMostSplits.
+inline constexpr int kClusterSplits = 2;
+inline constexpr int kMostSplits = 8;  // the portable cluster size
+
+template <int kBlockHeads>
+struct Staging {
+  alignas(16) float rows[kBlockHeads][kRowFloats];
+  float lse[kBlockHeads];
+};
+
+/// One staged head, as store_output writes a head (HeadStore's interface).
+struct StagedHead {
+  float* out;
+  float* lse;
+  __device__ __forceinline__ void store_pair(int dim, float a, float b) const { store_float2(out + dim, a, b); }
+};
+
+template <int kBlockHeads>
+struct StagedHeads {
+  Staging<kBlockHeads>* staging;
+  __device__ StagedHead operator()(int head) const { return {staging->rows[head], &staging->lse[head]}; }
+};
+
+/// Block y of the cluster (of `splits` along y, one block along x) merges
+/// float4 units [y units, (y + 1) units) of the block's heads x 128 units
+/// (units the ceiling of their count over splits), `threads` threads striding
+/// over them, and stores the output (bf16) and lse.
+template <int kBlockHeads>
+__device__ void merge(const params::SparseDecodeParams& p, const Staging<kBlockHeads>& staging, std::int64_t row,
+                      std::int64_t head0, int splits, int thread, int threads) {
+  constexpr int kUnitsPerHead = kValueDim / 4;
+  constexpr int kUnits = kBlockHeads * kUnitsPerHead;
+  const int units = (kUnits + splits - 1) / splits;
+  const std::uint32_t y = cluster::rank();  // the cluster is one block wide
+  const auto peer = [](int s) { return static_cast<std::uint32_t>(s); };
+  for (int u = thread; u < units; u += threads) {
+    const int unit = static_cast<int>(y) * units + u;
+    if (unit >= kUnits) break;
+    const int head = unit / kUnitsPerHead;
+    const int d = 4 * (unit % kUnitsPerHead);
+    if (head0 + head >= p.heads) continue;
+    float lse[kMostSplits];
+    float4 part[kMostSplits];
+    float m = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kMostSplits; ++s) {
+      if (s < splits) {
+        lse[s] = cluster::load(cluster::peer_address(&staging.lse[head], peer(s)));
+        part[s] = cluster::load4(cluster::peer_address(&staging.rows[head][d], peer(s)));
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < kMostSplits; ++s) {
+      if (s < splits) m = fmaxf(m, lse[s]);
+    }
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float total = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kMostSplits; ++s) {
+      if (s >= splits) break;
+      const float w = m == -INFINITY ? 0.0f : expf(lse[s] - m);
+      if (w == 0.0f) continue;  // an empty split's partial holds zeros, but weighs nothing either way
+      acc.x += w * part[s].x;
+      acc.y += w * part[s].y;
+      acc.z += w * part[s].z;
+      acc.w += w * part[s].w;
+      total += w;
+    }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    std::uint16_t* out = p.out + row * p.out_stride_row_elems + (head0 + head) * p.out_stride_head_elems + d;
+    reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
+    reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
+    if (d == 0) {
+      p.lse[row * p.lse_stride_row_elems + (head0 + head) * p.lse_stride_head_elems] =
+          total > 0.0f ? m + logf(total) : -INFINITY;
+    }
+  }
+}
+
+}  // namespace mlakv::cuda::cluster_merge
