@@ -67,16 +67,6 @@ __device__ __forceinline__ HeadTotals finish_head(float sum, float row_max_log2)
   return {1.0f / sum, (row_max_log2 + log2f(sum)) * kLn2};
 }
 
-/// An 8-byte store of (a, b) at `at` (8-byte aligned): one 64-bit integer.
-/// Given a float2 store the compiler split the partials' stores into two
-/// 4-byte ones in some instantiations, which made the 64-head blocks'
-/// epilogue 15-30 % of a call at R = 4..16
-/// (bench/results/h100-29ef764-cluster-merge.txt).
-__device__ __forceinline__ void store_float2(float* at, float a, float b) {
-  *reinterpret_cast<unsigned long long*>(at) =
-      static_cast<unsigned long long>(__float_as_uint(b)) << 32 | __float_as_uint(a);
-}
-
 /// The destination of one (split, row, head): kPartial writes the workspace.
 template <bool kPartial>
 struct HeadStore {
@@ -100,39 +90,57 @@ struct HeadStore {
   /// Output dims dim and dim + 1 (dim even).
   __device__ __forceinline__ void store_pair(int dim, float a, float b) const {
     if constexpr (kPartial) {
-      store_float2(static_cast<float*>(out) + dim, a, b);
+      *reinterpret_cast<float2*>(static_cast<float*>(out) + dim) = make_float2(a, b);
     } else {
       *reinterpret_cast<std::uint32_t*>(static_cast<std::uint16_t*>(out) + dim) = pack_bf16x2(a, b);
     }
   }
 };
 
-/// Where a block's epilogue puts head h of its heads (head0 + h of the row):
-/// the output, or (kPartial) its split's rows of the workspace. It holds head
-/// 0's destination and the step to the next head, not the parameters: with a
-/// reference to them the compiler reloaded the workspace address and rebuilt
-/// the address of every store.
-template <bool kPartial>
-struct GlobalHeads {
-  HeadStore<kPartial> first;
-  std::int64_t out_step;  // elements (bf16, or float32 in the workspace) between heads
-  std::int64_t lse_step;
+/// Where a block's result goes: the output (a row in one split), its split's
+/// rows of the workspace (merged by the merge kernel), or its shared memory,
+/// staged for its cluster's merge (a row's splits in one cluster:
+/// cluster_merge.cuh).
+enum class Epilogue { kOutput, kWorkspace, kCluster };
 
-  __device__ GlobalHeads(const params::SparseDecodeParams& p, std::int64_t split, std::int64_t row, std::int64_t head0)
-      : first(p, gridDim.y, split, row, head0),
-        out_step(kPartial ? kValueDim : p.out_stride_head_elems),
-        lse_step(kPartial ? 1 : p.lse_stride_head_elems) {}
+/// A block's staged partial result (Epilogue::kCluster): head h's 512 float32
+/// outputs at rows + h kStagedRowFloats (padded by 4: a warp's 8-byte stores
+/// of 8 dims of 4 heads 2 apart fall in distinct banks), its lse at lse[h].
+inline constexpr int kStagedRowFloats = kValueDim + 4;
+struct StagedRows {
+  float* rows;
+  float* lse;
+};
 
-  __device__ __forceinline__ HeadStore<kPartial> operator()(int head) const {
-    HeadStore<kPartial> at = first;
-    if constexpr (kPartial) {
-      at.out = static_cast<float*>(first.out) + head * out_step;
-    } else {
-      at.out = static_cast<std::uint16_t*>(first.out) + head * out_step;
-    }
-    at.lse = first.lse + head * lse_step;
-    return at;
+/// One staged head, with HeadStore's interface. Its pairs go as one 64-bit
+/// integer: given a float2 store, the compiler split it into two 4-byte stores.
+struct StagedHead {
+  float* out;
+  float* lse;
+  __device__ __forceinline__ void store_pair(int dim, float a, float b) const {
+    *reinterpret_cast<unsigned long long*>(out + dim) =
+        static_cast<unsigned long long>(__float_as_uint(b)) << 32 | __float_as_uint(a);
   }
 };
+
+/// The destination of head `head` of the row (staged: head - head0 of the
+/// block's; a dead head, which the caller passes as 0 and never stores,
+/// stages as the first) for a block's epilogue. The output and workspace are addressed
+/// from the parameters at each head, as before the staging existed: a
+/// destination object holding a reference to the parameters made the
+/// compiler reload the workspace address, rebuild every store's address and
+/// split each float2 store in two, 15-30 % of a call at H = 64 / 128,
+/// R = 4..16 (bench/results/h100-29ef764-cluster-merge.txt).
+template <Epilogue kEpilogue>
+__device__ __forceinline__ auto head_destination(const params::SparseDecodeParams& p, const StagedRows& staged,
+                                                 std::int64_t split, std::int64_t row, std::int64_t head0,
+                                                 std::int64_t head) {
+  if constexpr (kEpilogue == Epilogue::kCluster) {
+    const std::int64_t h = head < head0 ? 0 : head - head0;
+    return StagedHead{staged.rows + h * kStagedRowFloats, staged.lse + h};
+  } else {
+    return HeadStore<kEpilogue == Epilogue::kWorkspace>(p, gridDim.y, split, row, head);
+  }
+}
 
 }  // namespace mlakv::cuda

@@ -21,32 +21,18 @@
 
 namespace mlakv::cuda::cluster_merge {
 
-/// A staged head's outputs, padded by 4 floats: the epilogue's float2 stores
-/// of a warp (8 dims of each of 4 heads 2 apart) then fall in distinct banks.
-inline constexpr int kRowFloats = kValueDim + 4;
-
 /// The splits of a row that merge in their cluster (the wide tiles' launch
 /// says why two); the merge below takes up to kMostSplits.
 inline constexpr int kClusterSplits = 2;
 inline constexpr int kMostSplits = 8;  // the portable cluster size
 
+/// A block's partial result staged in its shared memory (attention_result.cuh's StagedRows).
 template <int kBlockHeads>
 struct Staging {
-  alignas(16) float rows[kBlockHeads][kRowFloats];
+  alignas(16) float rows[kBlockHeads][kStagedRowFloats];
   float lse[kBlockHeads];
-};
 
-/// One staged head, as store_output writes a head (HeadStore's interface).
-struct StagedHead {
-  float* out;
-  float* lse;
-  __device__ __forceinline__ void store_pair(int dim, float a, float b) const { store_float2(out + dim, a, b); }
-};
-
-template <int kBlockHeads>
-struct StagedHeads {
-  Staging<kBlockHeads>* staging;
-  __device__ StagedHead operator()(int head) const { return {staging->rows[head], &staging->lse[head]}; }
+  __device__ StagedRows view() { return {&rows[0][0], lse}; }
 };
 
 /// Block y of the cluster (of `splits` along y, one block along x) merges

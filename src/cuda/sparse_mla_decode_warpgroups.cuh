@@ -357,8 +357,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the math warpgroups: warpgroup 0's totals are in
 
-  warpgroup_io::store_output<Codec>(p, GlobalHeads<kPartial>{p, split, row, head0}, o, sh.row_sum, sh.row_max, head0,
-                                    warpgroup, r0, r1, c);
+  warpgroup_io::store_output<Codec, kPartial ? Epilogue::kWorkspace : Epilogue::kOutput>(
+      p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
 #else
   __trap();  // launched only where the sm_90a code exists (kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

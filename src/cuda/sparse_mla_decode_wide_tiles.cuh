@@ -584,12 +584,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait_totals();
     if constexpr (kClusterMerge) {
       asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
-      tp::store_output<Codec, kN>(p, cluster_merge::StagedHeads<kBlockHeads>{&staging()}, o, sh.row_sum, sh.row_max,
-                                  head0, warpgroup, warp, lane);
+      tp::store_output<Codec, kEpilogue, kN>(p, staging().view(), o, sh.row_sum, sh.row_max, row, head0, split,
+                                             warpgroup, warp, lane);
       merge_in_cluster();
     } else {
-      tp::store_output<Codec, kN>(p, GlobalHeads<kPartial>{p, split, row, head0}, o, sh.row_sum, sh.row_max, head0,
-                                  warpgroup, warp, lane);
+      tp::store_output<Codec, kEpilogue, kN>(p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup,
+                                             warp, lane);
     }
     return;
   } else {
@@ -655,12 +655,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait_totals();
     if constexpr (kClusterMerge) {
       asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
-      warpgroup_io::store_output<Codec>(p, cluster_merge::StagedHeads<kBlockHeads>{&staging()}, o, sh.row_sum,
-                                        sh.row_max, head0, warpgroup, r0, r1, c);
+      warpgroup_io::store_output<Codec, kEpilogue>(p, staging().view(), o, sh.row_sum, sh.row_max, row, head0, split,
+                                                   warpgroup, r0, r1, c);
       merge_in_cluster();
     } else {
-      warpgroup_io::store_output<Codec>(p, GlobalHeads<kPartial>{p, split, row, head0}, o, sh.row_sum, sh.row_max,
-                                        head0, warpgroup, r0, r1, c);
+      warpgroup_io::store_output<Codec, kEpilogue>(p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split,
+                                                   warpgroup, r0, r1, c);
       if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
     }
   }

@@ -36,11 +36,6 @@ inline constexpr int kKeyRowBytes = kQueryDim * 2;  // a decoded key: 576 bf16
 /// are transposed (the tile's 64 keys as the wgmma M: transposed_products.cuh).
 inline constexpr int kTransposedHeads = 32;
 
-/// Where a block's result goes: the output (a row in one split), its split's
-/// rows of the workspace (merged by the merge kernel), or its cluster's merge
-/// (a row's splits in one cluster: cluster_merge.cuh).
-enum class Epilogue { kOutput, kWorkspace, kCluster };
-
 /// Crossover: where a row's blocks of 64 heads pair up (128 heads), each pair
 /// forms a cluster and each block decodes half of every tile into both
 /// blocks' key tiles (stores to the peer's shared memory that complete on its

@@ -150,18 +150,17 @@ __device__ __forceinline__ void rescale(float (&o)[4][kN / 2], const float (&alp
 }
 
 /// A math warpgroup's output: its 256 dims of every live head from o, scaled
-/// by the head's 1 / sum (the key tile's factor undone), into heads(h) for
-/// head h of the block (attention_result.cuh's GlobalHeads, or the staging of
-/// cluster_merge.cuh); warpgroup 0's warp 0 also stores the lse. A thread
-/// holds dims (rows) g and g + 8 of each
+/// by the head's 1 / sum (the key tile's factor undone), to the epilogue's
+/// destination (head_destination); warpgroup 0's warp 0 also stores the lse.
+/// A thread holds dims (rows) g and g + 8 of each
 /// 16 and two adjacent heads; the lane holding the next dim of a head (g + 1
 /// in dim order, g ^ 2 in NVFP4's fragment order: codec::fragment_dim) swaps
 /// values with it, so each stores a pair of adjacent dims of one head.
-template <class Codec, int kN, class Heads>
-__device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const Heads& heads,
+template <class Codec, Epilogue kEpilogue, int kN>
+__device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const StagedRows& staged,
                                              const float (&o)[4][kN / 2], const float* row_sums,
-                                             const float* row_maxima, std::int64_t head0, int half, int warp,
-                                             int lane) {
+                                             const float* row_maxima, std::int64_t row, std::int64_t head0,
+                                             std::int64_t split, int half, int warp, int lane) {
   const auto totals_of = [&](int head) { return finish_head(row_sums[head], row_maxima[head]); };
   const int g = lane / 4;
   const int c = lane % 4;
@@ -174,7 +173,7 @@ __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p
     const int head = 8 * j + 2 * c + (lower ? 0 : 1);  // of the block's
     const bool live = head0 + head < p.heads;
     const HeadTotals totals = totals_of(head);
-    const auto store = heads(live ? head : 0);
+    const auto store = head_destination<kEpilogue>(p, staged, split, row, head0, live ? head0 + head : 0);
     const float scale = totals.inv_sum * (1.0f / kKeyTileScale<Codec>);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
@@ -195,7 +194,7 @@ __device__ __forceinline__ void store_output(const params::SparseDecodeParams& p
     if (half == 0 && warp == 0 && g < 2) {  // lanes 0..7: the lse of heads 8 j + 2 c + g
       const int lse_head = 8 * j + 2 * c + g;
       if (head0 + lse_head < p.heads) {
-        *heads(lse_head).lse = totals_of(lse_head).lse;
+        *head_destination<kEpilogue>(p, staged, split, row, head0, head0 + lse_head).lse = totals_of(lse_head).lse;
       }
     }
   }

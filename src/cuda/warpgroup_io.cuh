@@ -56,19 +56,21 @@ __device__ __forceinline__ void load_query(std::uint8_t* q, const params::Sparse
 
 /// A math warpgroup's output: rows r0 and r1 (accumulator rows 16 warp + g
 /// and + 8) of its 256 dims from o, scaled by each head's 1 / sum (and the
-/// key tile's factor undone), into heads(r) (attention_result.cuh's
-/// GlobalHeads, or the staging of cluster_merge.cuh), with the lse from
-/// warpgroup 0. Every lane runs it: with NVFP4 keys quad neighbours swap values.
-template <class Codec, class Heads>
-__device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const Heads& heads,
+/// key tile's factor undone), to the epilogue's destination
+/// (head_destination), with the lse from warpgroup 0. Every lane runs it:
+/// with NVFP4 keys quad neighbours swap values.
+template <class Codec, Epilogue kEpilogue>
+__device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, const StagedRows& staged,
                                              const float (&o)[128], const float* row_sums, const float* row_maxima,
-                                             std::int64_t head0, int warpgroup, int r0, int r1, int c) {
+                                             std::int64_t row, std::int64_t head0, std::int64_t split, int warpgroup,
+                                             int r0, int r1, int c) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = h == 0 ? r0 : r1;
-    const bool live = head0 + r < p.heads;
+    const std::int64_t head = head0 + r;
+    const bool live = head < p.heads;
     const HeadTotals totals = finish_head(row_sums[r], row_maxima[r]);
-    const auto store = heads(live ? r : 0);
+    const auto store = head_destination<kEpilogue>(p, staged, split, row, head0, live ? head : 0);
     const float scale = totals.inv_sum * (1.0f / kKeyTileScale<Codec>);
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
