@@ -97,6 +97,38 @@ struct HeadStore {
   }
 };
 
+/// A head's 4 output dims merged from its splits' partials (each divided by
+/// its own sum) by their lse, split by split: the merge kernel and the
+/// cluster merge (cluster_merge.cuh) both use it, so both give the same bits.
+/// `max` is the largest lse of the head's splits; w = exp(lse - max) (0 for
+/// an empty split, whose partial holds zeros but weighs nothing either way).
+struct MergedDims {
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float total = 0.0f;
+
+  __device__ __forceinline__ void add(float w, float4 partial) {
+    if (w == 0.0f) return;
+    acc.x += w * partial.x;
+    acc.y += w * partial.y;
+    acc.z += w * partial.z;
+    acc.w += w * partial.w;
+    total += w;
+  }
+
+  /// Dims d..d + 3 of (row, head) as bf16, and at d = 0 the head's lse.
+  __device__ __forceinline__ void store(const params::SparseDecodeParams& p, std::int64_t row, std::int64_t head, int d,
+                                        float max) const {
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems + d;
+    reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
+    reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
+    if (d == 0) {
+      p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] =
+          total > 0.0f ? max + logf(total) : -INFINITY;
+    }
+  }
+};
+
 /// Where a block's result goes: the output (a row in one split), its split's
 /// rows of the workspace (merged by the merge kernel), or its shared memory,
 /// staged for its cluster's merge (a row's splits in one cluster:

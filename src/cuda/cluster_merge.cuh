@@ -67,27 +67,13 @@ __device__ void merge(const params::SparseDecodeParams& p, const Staging<kBlockH
     for (int s = 0; s < kMostSplits; ++s) {
       if (s < splits) m = fmaxf(m, lse[s]);
     }
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float total = 0.0f;
+    MergedDims merged;
 #pragma unroll
     for (int s = 0; s < kMostSplits; ++s) {
       if (s >= splits) break;
-      const float w = m == -INFINITY ? 0.0f : expf(lse[s] - m);
-      if (w == 0.0f) continue;  // an empty split's partial holds zeros, but weighs nothing either way
-      acc.x += w * part[s].x;
-      acc.y += w * part[s].y;
-      acc.z += w * part[s].z;
-      acc.w += w * part[s].w;
-      total += w;
+      merged.add(m == -INFINITY ? 0.0f : expf(lse[s] - m), part[s]);
     }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-    std::uint16_t* out = p.out + row * p.out_stride_row_elems + (head0 + head) * p.out_stride_head_elems + d;
-    reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
-    reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
-    if (d == 0) {
-      p.lse[row * p.lse_stride_row_elems + (head0 + head) * p.lse_stride_head_elems] =
-          total > 0.0f ? m + logf(total) : -INFINITY;
-    }
+    merged.store(p, row, head0 + head, d, m);
   }
 }
 

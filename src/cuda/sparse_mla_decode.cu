@@ -558,8 +558,7 @@ __global__ void __launch_bounds__(kCombineThreads) merge_splits_kernel(const par
   for (int w = 0; w < kCombineThreads / kWarpSize; ++w) m = fmaxf(m, warp_max[w]);
   if (t < splits) weight[t] = m == -INFINITY ? 0.0f : expf(lse - m);
   __syncthreads();
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  float total = 0.0f;
+  MergedDims merged;
   for (int s0 = 0; s0 < splits; s0 += kCombineBatch) {
     if (s0 > 0) {
 #pragma unroll
@@ -570,22 +569,10 @@ __global__ void __launch_bounds__(kCombineThreads) merge_splits_kernel(const par
 #pragma unroll
     for (int j = 0; j < kCombineBatch; ++j) {
       if (s0 + j >= splits) break;
-      const float w = weight[s0 + j];
-      if (w == 0.0f) continue;  // an empty split's partial holds zeros, but weighs nothing either way
-      acc.x += w * batch[j].x;
-      acc.y += w * batch[j].y;
-      acc.z += w * batch[j].z;
-      acc.w += w * batch[j].w;
-      total += w;
+      merged.add(weight[s0 + j], batch[j]);
     }
   }
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems + d;
-  reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(acc.x * inv, acc.y * inv);
-  reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(acc.z * inv, acc.w * inv);
-  if (t == 0) {
-    p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] = total > 0.0f ? m + logf(total) : -INFINITY;
-  }
+  merged.store(p, row, head, d, m);
 }
 
 // Launches the merge of `splits` partials as a programmatic dependent of the
