@@ -353,6 +353,28 @@ TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
 }
 
 // The first `rows` rows of `p` (row-major q, indices and topk_len).
+TEST(cuda_sparse_mla_decode, rows_split_in_two_match_the_cpu) {
+  MLAKV_REQUIRE_GPU();
+  // 63 rows of 768 entries (12 tiles): with a workspace the split plan halves
+  // each row (126 blocks), and the wide tiles merge the halves in a cluster of
+  // the row's two blocks (cluster_merge.cuh), not through the workspace: in
+  // blocks of 64 heads, and at 16 heads with the transposed products (blocks
+  // of 32 heads, half of them past H). Every third row has no valid entry
+  // (zeros and -inf from both halves).
+  for (const auto& [format, heads] : {std::pair<Format, std::int64_t>{Format::kFp8DsMla, 64},
+                                      {Format::kNvfp4DsMlaFp8Rope, 64},
+                                      {Format::kNvfp4DsMlaFp8Rope, 16}}) {
+    AttentionCache cache(format, 4096, 19);
+    Problem p = make_problem(heads, 768, cache.capacity(), 50 + heads, /*repeats=*/21);
+    const Result cpu = run_cpu(cache, p);
+    const double value_scale = max_abs_value(cache.keys());
+    const std::string what =
+        std::string(format_info(format).id) + " H=" + std::to_string(heads) + " R=" + std::to_string(p.rows);
+    expect_close(run_cuda(cache, p, true), cpu, value_scale, what + " (workspace)");
+    expect_close(run_cuda(cache, p, false), cpu, value_scale, what);
+  }
+}
+
 Problem first_rows(Problem p, std::int64_t rows) {
   p.rows = rows;
   p.q.resize(static_cast<std::size_t>(rows * p.heads * 576));  // 576 dims a head
