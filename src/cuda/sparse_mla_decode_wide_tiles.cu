@@ -21,11 +21,11 @@ cudaError_t launch_kernel(const params::SparseDecodeParams& p, dim3 grid, dim3 c
 
 // A row in one block (or crossover pair) writes the output. A row split in
 // two merges in its cluster (cluster_merge.cuh) where the device holds every
-// cluster of the grid at once (one wave, as the split plan assumed): 1.02-1.09x
-// at R = 64 on the H200. More splits, and crossover pairs, merge through the
-// workspace and the merge kernel: there the staged merge was 0.94-0.98x for
-// NVFP4 at 64 and 128 heads, R = 8..32
-// (bench/results/h200-29ef764-cluster-merge.txt).
+// cluster of the grid at once (one wave, as the split plan assumed): 1.02-1.10x
+// at R = 64 on the H200 (bench/results/h200-ea381ad-cluster-merge-r64.txt).
+// More splits, and crossover pairs, merge through the workspace and the
+// merge kernel: there the staged merge was 0.94-0.98x for NVFP4 at 64 and
+// 128 heads, R = 8..32 (bench/results/h200-29ef764-cluster-merge.txt).
 template <class Codec, bool kCrossover, int kBlockHeads>
 cudaError_t launch_blocks(const params::SparseDecodeParams& p, int splits, int units_per_split, int device,
                           cudaStream_t stream, bool& merged) {
