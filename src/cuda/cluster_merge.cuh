@@ -46,8 +46,7 @@ __device__ void merge(const params::SparseDecodeParams& p, const Staging<kBlockH
   constexpr int kUnitsPerHead = kValueDim / 4;
   constexpr int kUnits = kBlockHeads * kUnitsPerHead;
   const int units = (kUnits + splits - 1) / splits;
-  const std::uint32_t y = cluster::rank();  // the cluster is one block wide
-  const auto peer = [](int s) { return static_cast<std::uint32_t>(s); };
+  const std::uint32_t y = cluster::rank();  // the cluster is one block wide: split s is block s
   for (int u = thread; u < units; u += threads) {
     const int unit = static_cast<int>(y) * units + u;
     if (unit >= kUnits) break;
@@ -60,8 +59,8 @@ __device__ void merge(const params::SparseDecodeParams& p, const Staging<kBlockH
 #pragma unroll
     for (int s = 0; s < kMostSplits; ++s) {
       if (s < splits) {
-        lse[s] = cluster::load(cluster::peer_address(&staging.lse[head], peer(s)));
-        part[s] = cluster::load4(cluster::peer_address(&staging.rows[head][d], peer(s)));
+        lse[s] = cluster::load(cluster::peer_address(&staging.lse[head], s));
+        part[s] = cluster::load4(cluster::peer_address(&staging.rows[head][d], s));
       }
     }
 #pragma unroll
