@@ -2,7 +2,10 @@
 
 Each wide-tile block stamps its start, warpgroup 0's first decoded tile, the end of its tiles and its end; each
 merge block its start, the end of its griddepcontrol.wait and its end; the 4th call's stamps are printed by a
-one-thread kernel after the merge, for each (TL lines: kind, block, stamps)."""
+one-thread kernel after the merge, for each (TL lines: kind, block, stamps).
+
+Its text anchors are a36051b's tree (bench/results/r1-timeline/); later trees moved some of them (the epilogue's
+signature, the merge kernel's batch), so it needs them updated before it applies again."""
 from source_patch import SourcePatch
 
 hdr = '''

@@ -528,10 +528,13 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
 // its blocks start while the decode's last blocks run and wait at
 // griddepcontrol.wait until the decode grid has finished and its partials are
 // visible, so no launch gap lies between the two. Every split's lse is loaded
-// at once (a thread each) and the partial rows kBatch splits at a time, all
-// in flight together: on one row the merge is a chain of memory round trips.
-constexpr int kCombineBatch = 16;
-
+// at once (a thread each) and the partial rows kCombineBatch splits at a
+// time, all in flight together: on one row the merge is a chain of memory
+// round trips. Batches of 32 for rows of more than 16 splits (the 32
+// single-tile splits of R = 1 and 2 at up to 32 heads: one round trip fewer,
+// 0.3-0.6 us, 1.02-1.04x), of 16 up to 16 splits (where 32 was 0.97-0.98x
+// at H = 64, R = 1): bench/results/h200-cab7748-merge-batch.txt.
+template <int kCombineBatch>
 __global__ void __launch_bounds__(kCombineThreads) merge_splits_kernel(const params::SparseDecodeParams p, int splits) {
   static_assert(kMaxSplits <= kCombineThreads, "a thread per split loads its lse");
   __shared__ float weight[kMaxSplits];
@@ -587,7 +590,8 @@ cudaError_t launch_combine(const params::SparseDecodeParams& p, int splits, cuda
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, merge_splits_kernel, p, splits);
+  return splits > 16 ? cudaLaunchKernelEx(&config, merge_splits_kernel<32>, p, splits)
+                     : cudaLaunchKernelEx(&config, merge_splits_kernel<16>, p, splits);
 }
 
 template <class Codec, int kGroups>

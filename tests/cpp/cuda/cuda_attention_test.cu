@@ -352,7 +352,6 @@ TEST(cuda_sparse_mla_decode, many_rows_of_64_and_128_heads_match_the_cpu) {
   }
 }
 
-// The first `rows` rows of `p` (row-major q, indices and topk_len).
 TEST(cuda_sparse_mla_decode, rows_split_in_two_match_the_cpu) {
   MLAKV_REQUIRE_GPU();
   // 63 rows of 768 entries (12 tiles): with a workspace the split plan halves
@@ -375,6 +374,7 @@ TEST(cuda_sparse_mla_decode, rows_split_in_two_match_the_cpu) {
   }
 }
 
+// The first `rows` rows of `p` (row-major q, indices and topk_len).
 Problem first_rows(Problem p, std::int64_t rows) {
   p.rows = rows;
   p.q.resize(static_cast<std::size_t>(rows * p.heads * 576));  // 576 dims a head
