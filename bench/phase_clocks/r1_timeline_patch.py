@@ -58,10 +58,11 @@ m.rep('  asm volatile("griddepcontrol.wait;" ::: "memory");  // the decode grid 
       '  const bool tl_on = *(volatile unsigned*)&g_tl_launch == 4 && threadIdx.x == 0;\n  TL(0);\n'
       '  asm volatile("griddepcontrol.wait;" ::: "memory");  // the decode grid is complete\n  TL(1);\n')
 m.rep("  merged.store(p, row, head, d, m);\n}\n", "  merged.store(p, row, head, d, m);\n  TL(3);\n}\n")
-m.rep("  return splits > 16 ? cudaLaunchKernelEx(&config, merge_splits_kernel<32>, p, splits)\n"
-      "                     : cudaLaunchKernelEx(&config, merge_splits_kernel<16>, p, splits);\n",
-      "  const cudaError_t e = splits > 16 ? cudaLaunchKernelEx(&config, merge_splits_kernel<32>, p, splits)\n"
-      "                                    : cudaLaunchKernelEx(&config, merge_splits_kernel<16>, p, splits);\n"
+m.rep("  return splits > kShortCombineBatch ? cudaLaunchKernelEx(&config, merge_splits_kernel<kLongCombineBatch>, p, splits)\n"
+      "                                     : cudaLaunchKernelEx(&config, merge_splits_kernel<kShortCombineBatch>, p, splits);\n",
+      "  const cudaError_t e = splits > kShortCombineBatch\n"
+      "             ? cudaLaunchKernelEx(&config, merge_splits_kernel<kLongCombineBatch>, p, splits)\n"
+      "             : cudaLaunchKernelEx(&config, merge_splits_kernel<kShortCombineBatch>, p, splits);\n"
       "  tl_dump_kernel<<<1, 1, 0, stream>>>(1);\n  wide_tiles::tl_dump_decode(stream);\n  return e;\n")
 m.rep("namespace mlakv::cuda {\n", "namespace mlakv::cuda {\nnamespace wide_tiles {\nvoid tl_dump_decode(cudaStream_t stream);\n}\n", 1)
 m.write()

@@ -534,6 +534,9 @@ __global__ void __launch_bounds__(BlockShape<kGroups>::kThreads)
 // single-tile splits of R = 1 and 2 at up to 32 heads: one round trip fewer,
 // 0.3-0.6 us, 1.02-1.04x), of 16 up to 16 splits (where 32 was 0.97-0.98x
 // at H = 64, R = 1): bench/results/h200-cab7748-merge-batch.txt.
+constexpr int kShortCombineBatch = 16;
+constexpr int kLongCombineBatch = 32;
+
 template <int kCombineBatch>
 __global__ void __launch_bounds__(kCombineThreads) merge_splits_kernel(const params::SparseDecodeParams p, int splits) {
   static_assert(kMaxSplits <= kCombineThreads, "a thread per split loads its lse");
@@ -590,8 +593,8 @@ cudaError_t launch_combine(const params::SparseDecodeParams& p, int splits, cuda
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return splits > 16 ? cudaLaunchKernelEx(&config, merge_splits_kernel<32>, p, splits)
-                     : cudaLaunchKernelEx(&config, merge_splits_kernel<16>, p, splits);
+  return splits > kShortCombineBatch ? cudaLaunchKernelEx(&config, merge_splits_kernel<kLongCombineBatch>, p, splits)
+                                     : cudaLaunchKernelEx(&config, merge_splits_kernel<kShortCombineBatch>, p, splits);
 }
 
 template <class Codec, int kGroups>
