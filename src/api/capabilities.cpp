@@ -24,9 +24,10 @@ std::vector<std::string> cuda_archs() {
 }  // namespace
 
 // What the backends implement: both write and read every format (token-major
-// records and block-planar pages, src/cpu/ and src/cuda/); both sparse decodes
-// read token-major records of 512 + 64 values (the DeepSeek V4 family's 448 + 64
-// formats have no decode yet).
+// records and block-planar pages, src/cpu/ and src/cuda/); the CPU's sparse
+// decode (the reference) reads every format, the DeepSeek V4 family's with its
+// sink and extra cache; the CUDA decode reads the token-major records of 512 +
+// 64 values.
 bool supports(Format format, Backend backend, Operation operation) noexcept {
   if (backend == Backend::kCuda && !MLAKV_WITH_CUDA) return false;
   const FormatInfo& info = format_info(format);
@@ -35,6 +36,7 @@ bool supports(Format format, Backend backend, Operation operation) noexcept {
     case Operation::kRead:
       return true;
     case Operation::kDecode:
+      if (backend == Backend::kCpu) return true;
       return info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == kLatentDim &&
              info.geometry.rope_dims == kRopeDim;
   }

@@ -60,8 +60,8 @@ void check_disjoint(const Check& check, const Named& arg, std::initializer_list<
 
 /// [num_blocks, block_size, record_bytes] uint8 with non-overlapping records
 /// (16-byte aligned records when `require_alignment`, as CUDA loads them).
-params::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
-                                bool require_alignment);
+params::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v, bool require_alignment,
+                                std::string_view name = "kv_cache");
 
 struct ScaleArg {
   float value = 1.0f;

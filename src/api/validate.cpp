@@ -239,28 +239,27 @@ const std::int64_t* check_slots(const Check& check, std::string_view name, const
 // [num_blocks, block_size, record_bytes] uint8 with non-overlapping records;
 // for a block-planar format, the engines' view of packed pages: slot stride
 // record_bytes, block stride at least block_size * record_bytes (the padded page).
-params::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v,
-                                bool require_alignment) {
-  constexpr std::string_view kName = "kv_cache";
-  check_dtype(check, kName, v, DType::kUInt8);
-  check_rank(check, kName, v, 3, "(num_blocks, block_size, record_bytes)");
-  MLAKV_REQUIRE(check, v.shape[2] == info.record_bytes, ErrorCode::kShape, kName,
+params::CacheLayout check_cache(const Check& check, const FormatInfo& info, const TensorView& v, bool require_alignment,
+                                std::string_view name) {
+  check_dtype(check, name, v, DType::kUInt8);
+  check_rank(check, name, v, 3, "(num_blocks, block_size, record_bytes)");
+  MLAKV_REQUIRE(check, v.shape[2] == info.record_bytes, ErrorCode::kShape, name,
                 "last dim must be " + str(info.record_bytes) + " (record bytes)", str(v.shape[2]));
-  MLAKV_REQUIRE(check, v.shape[0] > 0, ErrorCode::kShape, kName, "num_blocks must be > 0", shape_string(v));
-  MLAKV_REQUIRE(check, v.shape[1] > 0, ErrorCode::kShape, kName, "block_size must be > 0", shape_string(v));
-  check_strides_nonnegative(check, kName, v);
-  MLAKV_REQUIRE(check, v.strides[2] == 1, ErrorCode::kLayout, kName, "records must be innermost-contiguous (stride 1)",
+  MLAKV_REQUIRE(check, v.shape[0] > 0, ErrorCode::kShape, name, "num_blocks must be > 0", shape_string(v));
+  MLAKV_REQUIRE(check, v.shape[1] > 0, ErrorCode::kShape, name, "block_size must be > 0", shape_string(v));
+  check_strides_nonnegative(check, name, v);
+  MLAKV_REQUIRE(check, v.strides[2] == 1, ErrorCode::kLayout, name, "records must be innermost-contiguous (stride 1)",
                 "stride " + str(v.strides[2]));
   const std::int64_t num_blocks = v.shape[0];
   const std::int64_t block_size = v.shape[1];
   const bool planar = info.page.kind == PageKind::kBlockPlanar;
   if (planar) {
-    MLAKV_REQUIRE(check, block_size == 1 || v.strides[1] == info.record_bytes, ErrorCode::kLayout, kName,
+    MLAKV_REQUIRE(check, block_size == 1 || v.strides[1] == info.record_bytes, ErrorCode::kLayout, name,
                   "slot stride must be " + str(info.record_bytes) +
                       " (a block-planar page: its rows are packed, region after region)",
                   str(v.strides[1]));
   }
-  MLAKV_REQUIRE(check, block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, kName,
+  MLAKV_REQUIRE(check, block_size == 1 || v.strides[1] >= info.record_bytes, ErrorCode::kLayout, name,
                 "slot stride must be >= " + str(info.record_bytes) + " (records must not overlap)", str(v.strides[1]));
   // Slots are int64 and so are byte offsets: the capacity and the last record's
   // end must both fit, or a large slot could wrap onto a small one.
@@ -273,19 +272,19 @@ params::CacheLayout check_cache(const Check& check, const FormatInfo& info, cons
                     !__builtin_add_overflow(block_span, static_cast<std::int64_t>(info.record_bytes), &block_span) &&
                     !__builtin_mul_overflow(num_blocks - 1, v.strides[0], &last_block) &&
                     !__builtin_add_overflow(last_block, block_span, &end);
-  MLAKV_REQUIRE(check, fits, ErrorCode::kValue, kName,
+  MLAKV_REQUIRE(check, fits, ErrorCode::kValue, name,
                 "slot capacity and byte extent must fit int64 (the writer's index type)", shape_string(v));
-  MLAKV_REQUIRE(check, num_blocks == 1 || v.strides[0] >= block_span, ErrorCode::kLayout, kName,
+  MLAKV_REQUIRE(check, num_blocks == 1 || v.strides[0] >= block_span, ErrorCode::kLayout, name,
                 "block stride must be >= " + str(block_span) + " (blocks must not overlap)", str(v.strides[0]));
-  check_data(check, kName, v);
+  check_data(check, name, v);
   if (require_alignment) {
     const auto align = static_cast<std::int64_t>(info.cache_alignment);
     const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(v.data) % info.cache_alignment);
-    MLAKV_REQUIRE(check, base == 0, ErrorCode::kAlignment, kName, "base must be " + str(align) + "-byte aligned",
+    MLAKV_REQUIRE(check, base == 0, ErrorCode::kAlignment, name, "base must be " + str(align) + "-byte aligned",
                   "address % " + str(align) + " = " + str(base));
     // A block-planar page's slot stride is nominal: its rows start 16-byte aligned whatever it is.
     MLAKV_REQUIRE(check, v.strides[0] % align == 0 && (planar || v.strides[1] % align == 0), ErrorCode::kAlignment,
-                  kName,
+                  name,
                   planar ? "block stride must be a multiple of " + str(align) + " bytes"
                          : "block and slot strides must be multiples of " + str(align) + " bytes",
                   "(" + str(v.strides[0]) + ", " + str(v.strides[1]) + ")");

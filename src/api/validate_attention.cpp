@@ -54,6 +54,34 @@ void check_cuda_alignment(const Check& check, std::string_view name, const Tenso
                 "strides " + str(v.strides[0]) + " and " + str(v.strides[1]));
 }
 
+// [R, K] int32 indices, rows innermost-contiguous; returns K.
+std::int64_t check_indices(const Check& check, std::string_view name, const TensorView& indices, std::int64_t rows) {
+  check_dtype(check, name, indices, DType::kInt32);
+  const std::string shape = "(R, K) with R = q rows = " + str(rows);
+  check_rank(check, name, indices, 2, shape);
+  MLAKV_REQUIRE(check, indices.shape[0] == rows, ErrorCode::kShape, name, "shape must be " + shape,
+                shape_string(indices));
+  const std::int64_t topk = indices.shape[1];
+  check_strides_nonnegative(check, name, indices);
+  MLAKV_REQUIRE(check, indices.strides[1] == 1 || topk <= 1 || rows == 0, ErrorCode::kLayout, name,
+                "rows must be innermost-contiguous (stride 1)", "stride " + str(indices.strides[1]));
+  check_data(check, name, indices);
+  return topk;
+}
+
+// An optional [R] int32 of entry counts on the tensors' device.
+const std::int32_t* check_topk_len(const Check& check, std::string_view name, const TensorView* topk_len,
+                                   const Device& device, std::int64_t rows) {
+  if (topk_len == nullptr) return nullptr;
+  MLAKV_REQUIRE(check, topk_len->device == device, ErrorCode::kDevice, name,
+                "must be on the same device as q (" + device_string(device) + ")", device_string(topk_len->device));
+  return check_int32_vector(check, name, *topk_len, rows, "(R,) with R = q rows = " + str(rows));
+}
+
+// The DeepSeek V4 family's decode (d_qk 512, values all 512) against the V3.2-era one (576, values the latent).
+bool is_v4_decode(const FormatInfo& info) { return info.geometry.nope_dims != kLatentDim; }
+std::int64_t query_dims(const FormatInfo& info) { return info.geometry.nope_dims + info.geometry.rope_dims; }
+
 }  // namespace
 
 params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
@@ -63,26 +91,23 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
   const Device device =
       check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
-  // format: one the backend's decode reads (token-major records of 512 + 64 values)
+  // format: one the backend's decode reads
   check_supported(check, format, device, Operation::kDecode);
   const FormatInfo& info = format_info(format);
+  const std::int64_t qk_dim = query_dims(info);
+  const bool v4 = is_v4_decode(info);
+  MLAKV_REQUIRE(check, v4 || options.attn_sink == nullptr, ErrorCode::kUnsupported, "attn_sink",
+                "is read by the DeepSeek V4 family's decode only (d_qk 512)", info.id);
+  MLAKV_REQUIRE(check, v4 || options.extra == nullptr, ErrorCode::kUnsupported, "extra_kv_cache",
+                "is read by the DeepSeek V4 family's decode only (d_qk 512)", info.id);
   // q
   check_dtype(check, "q", q, DType::kBFloat16);
-  check_rank(check, "q", q, 3, "(R, H, " + str(kQueryDim) + ")");
+  const std::string q_shape = "(R, H, " + str(qk_dim) + ")" + (v4 ? " (DeepSeek V4: 448 NoPE + 64 RoPE)" : "");
+  check_rank(check, "q", q, 3, q_shape);
   const std::int64_t rows = q.shape[0];
   const std::int64_t heads = q.shape[1];
-  check_head_rows(check, "q", q, rows, heads, kQueryDim, "(R, H, " + str(kQueryDim) + ")");
-  // indices
-  check_dtype(check, "indices", indices, DType::kInt32);
-  const std::string indices_shape = "(R, K) with R = q rows = " + str(rows);
-  check_rank(check, "indices", indices, 2, indices_shape);
-  MLAKV_REQUIRE(check, indices.shape[0] == rows, ErrorCode::kShape, "indices", "shape must be " + indices_shape,
-                shape_string(indices));
-  const std::int64_t topk = indices.shape[1];
-  check_strides_nonnegative(check, "indices", indices);
-  MLAKV_REQUIRE(check, indices.strides[1] == 1 || topk <= 1 || rows == 0, ErrorCode::kLayout, "indices",
-                "rows must be innermost-contiguous (stride 1)", "stride " + str(indices.strides[1]));
-  check_data(check, "indices", indices);
+  check_head_rows(check, "q", q, rows, heads, qk_dim, q_shape);
+  const std::int64_t topk = check_indices(check, "indices", indices, rows);
   // outputs
   check_dtype(check, "out", out, DType::kBFloat16);
   const std::string out_shape =
@@ -90,19 +115,51 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
   check_head_rows(check, "out", out, rows, heads, kValueDim, out_shape);
   check_lse(check, "lse", lse, rows, heads);
   // options
-  const std::int32_t* topk_len = nullptr;
-  if (options.topk_len != nullptr) {
-    MLAKV_REQUIRE(check, options.topk_len->device == device, ErrorCode::kDevice, "topk_len",
-                  "must be on the same device as q (" + device_string(device) + ")",
-                  device_string(options.topk_len->device));
-    topk_len = check_int32_vector(check, "topk_len", *options.topk_len, rows, "(R,) with R = q rows = " + str(rows));
-  }
+  const std::int32_t* topk_len = check_topk_len(check, "topk_len", options.topk_len, device, rows);
   MLAKV_REQUIRE(check, std::isfinite(options.sm_scale), ErrorCode::kValue, "sm_scale",
-                "must be finite (0: 1/sqrt(576))", std::to_string(options.sm_scale));
-  const float sm_scale = options.sm_scale != 0.0f ? options.sm_scale : 1.0f / std::sqrt(float{kQueryDim});
+                "must be finite (0: 1/sqrt(" + str(qk_dim) + "))", std::to_string(options.sm_scale));
+  const float sm_scale = options.sm_scale != 0.0f ? options.sm_scale : 1.0f / std::sqrt(static_cast<float>(qk_dim));
   const params::CacheLayout cache = check_cache(check, format_info(format), kv_cache, cuda);
   const ScaleArg k_scale = read_scale(check, options.decode.scale, info.policy.needs_k_scale, device);
   const codec::DecodeParams decode = decode_params(check, options.decode, k_scale.value);
+  // the DeepSeek V4 family's sink and extra cache
+  const float* attn_sink = nullptr;
+  std::int64_t attn_sink_stride = 0;
+  if (options.attn_sink != nullptr) {
+    const TensorView& sink = *options.attn_sink;
+    MLAKV_REQUIRE(check, sink.device == device, ErrorCode::kDevice, "attn_sink",
+                  "must be on the same device as q (" + device_string(device) + ")", device_string(sink.device));
+    check_dtype(check, "attn_sink", sink, DType::kFloat32);
+    MLAKV_REQUIRE(check, sink.ndim == 1 && sink.shape[0] == heads, ErrorCode::kShape, "attn_sink",
+                  "shape must be (H,) with H = q heads = " + str(heads), shape_string(sink));
+    check_strides_nonnegative(check, "attn_sink", sink);
+    check_data(check, "attn_sink", sink);
+    attn_sink = static_cast<const float*>(sink.data);
+    attn_sink_stride = sink.strides[0];
+  }
+  params::ExtraKeySet extra{format, cache, nullptr, 0, nullptr, 0};
+  const SparseDecodeExtraCache* x = options.extra;
+  if (x != nullptr) {
+    const FormatInfo& x_info = format_info(x->format);
+    MLAKV_REQUIRE(check, is_v4_decode(x_info), ErrorCode::kUnsupported, "extra_format",
+                  "must be a DeepSeek V4 family format (d_qk 512, as the main cache's " + std::string(info.id) + ")",
+                  x_info.id);
+    check_supported(check, x->format, device, Operation::kDecode);
+    MLAKV_REQUIRE(check, x->kv_cache != nullptr, ErrorCode::kValue, "extra_kv_cache", "is required with an extra cache",
+                  "none");
+    MLAKV_REQUIRE(check, x->indices != nullptr, ErrorCode::kValue, "extra_indices", "is required with an extra cache",
+                  "none");
+    for (const Named& t : {Named{"extra_kv_cache", x->kv_cache}, Named{"extra_indices", x->indices}}) {
+      MLAKV_REQUIRE(check, t.view->device == device, ErrorCode::kDevice, t.name,
+                    "must be on the same device as q (" + device_string(device) + ")", device_string(t.view->device));
+    }
+    extra.format = x->format;
+    extra.topk = check_indices(check, "extra_indices", *x->indices, rows);
+    extra.indices = static_cast<const std::int32_t*>(x->indices->data);
+    extra.indices_stride_row_elems = x->indices->strides[0];
+    extra.topk_len = check_topk_len(check, "extra_topk_len", x->topk_len, device, rows);
+    extra.cache = check_cache(check, x_info, *x->kv_cache, cuda, "extra_kv_cache");
+  }
   if (cuda) {
     check_cuda_alignment(check, "q", q, 8);
     check_cuda_alignment(check, "out", out, 2);
@@ -116,9 +173,11 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
     check_dtype(check, "workspace", w, DType::kUInt8);
     MLAKV_REQUIRE(check, w.ndim == 1 && (w.strides[0] == 1 || w.shape[0] <= 1), ErrorCode::kLayout, "workspace",
                   "must be a contiguous 1-D buffer", shape_string(w));
-    const auto needed = static_cast<std::int64_t>(sparse_mla_decode_workspace_size(rows, heads, topk, device));
+    const std::int64_t all_entries = topk + extra.topk;
+    const auto needed = static_cast<std::int64_t>(sparse_mla_decode_workspace_size(rows, heads, all_entries, device));
     MLAKV_REQUIRE(check, w.shape[0] >= needed, ErrorCode::kShape, "workspace",
-                  "must hold sparse_mla_decode_workspace_size() = " + str(needed) + " bytes",
+                  "must hold sparse_mla_decode_workspace_size(R, H, " + std::string(x ? "K + K_extra" : "K") +
+                      ") = " + str(needed) + " bytes",
                   str(w.shape[0]) + " bytes");
     check_data(check, "workspace", w);
     const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(w.data) % 16);
@@ -132,7 +191,11 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
                           {"kv_cache", &kv_cache},
                           {"indices", &indices},
                           {"topk_len", options.topk_len},
-                          {"scale", options.decode.scale}};
+                          {"scale", options.decode.scale},
+                          {"attn_sink", options.attn_sink},
+                          {"extra_kv_cache", x ? x->kv_cache : nullptr},
+                          {"extra_indices", x ? x->indices : nullptr},
+                          {"extra_topk_len", x ? x->topk_len : nullptr}};
   const Named written[] = {{"out", &out}, {"lse", &lse}, {"workspace", workspace ? options.workspace : nullptr}};
   for (int w = 0; w < 3; ++w) {
     if (written[w].view == nullptr) continue;
@@ -160,7 +223,11 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
                                     lse.strides[0],
                                     lse.strides[1],
                                     workspace,
-                                    workspace_bytes};
+                                    workspace_bytes,
+                                    qk_dim,
+                                    attn_sink,
+                                    attn_sink_stride,
+                                    extra};
 }
 
 params::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,

@@ -336,7 +336,7 @@ TEST(fp8_ds_mla_v4_validation, pages_must_not_overlap) {
             "got 37360");
 }
 
-TEST(fp8_ds_mla_v4_validation, sparse_decode_refuses_the_v4_page) {
+TEST(fp8_ds_mla_v4_validation, sparse_decode_of_the_v4_page_takes_512_wide_queries) {
   std::vector<std::uint16_t> q(576), out(512);
   std::vector<std::uint8_t> page(37440);
   std::int32_t index = 0;
@@ -348,9 +348,8 @@ TEST(fp8_ds_mla_v4_validation, sparse_decode_refuses_the_v4_page) {
                                        mlakv::make_view(out.data(), DType::kBFloat16, {1, 1, 512}),
                                        mlakv::make_view(&lse, DType::kFloat32, {1, 1}));
             }),
-            "mlakv::sparse_mla_decode(fp8_ds_mla_v4): format: the cpu backend's sparse_mla_decode supports bf16, fp16, "
-            "fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, nvfp4_fp8_ds_mla, "
-            "got fp8_ds_mla_v4");
+            "mlakv::sparse_mla_decode(fp8_ds_mla_v4): q: shape must be (R, H, 512) (DeepSeek V4: 448 NoPE + 64 RoPE), "
+            "got (1, 1, 576)");
 }
 
 }  // namespace

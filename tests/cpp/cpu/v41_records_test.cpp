@@ -386,7 +386,7 @@ TEST(v41_round_trip, mxfp8_nan_never_raises_a_tile_amax_and_inf_stores_byte_ff) 
   EXPECT_EQ(out[1], 1.0f);
 }
 
-TEST(v41_validation, kv_c_must_be_448_wide_and_sparse_decode_refuses_the_records) {
+TEST(v41_validation, kv_c_and_the_decode_query_must_be_448_and_512_wide) {
   std::vector<std::uint16_t> nope(2 * 512), rope(2 * kRope);
   std::vector<std::uint8_t> cache(64 * 528);
   std::int64_t slots[2] = {0, 1};
@@ -407,9 +407,8 @@ TEST(v41_validation, kv_c_must_be_448_wide_and_sparse_decode_refuses_the_records
                                        mlakv::make_view(out.data(), DType::kBFloat16, {1, 1, 512}),
                                        mlakv::make_view(&lse, DType::kFloat32, {1, 1}));
             }),
-            "mlakv::sparse_mla_decode(fp8_ds_mla_v41): format: the cpu backend's sparse_mla_decode supports bf16, "
-            "fp16, fp8_e4m3, fp8_ds_mla, nvfp4_ds_mla, nvfp4_ds_mla_fp8_rope, nvfp4_ds_mla_fp8_rope_pts, "
-            "nvfp4_fp8_ds_mla, got fp8_ds_mla_v41");
+            "mlakv::sparse_mla_decode(fp8_ds_mla_v41): q: shape must be (R, H, 512) (DeepSeek V4: 448 NoPE + 64 "
+            "RoPE), got (1, 1, 576)");
 }
 
 // --- the block-planar pages (vLLM b3ae0bb cache_utils.py: a token's code row
