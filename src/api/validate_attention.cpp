@@ -166,7 +166,7 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
   }
   void* workspace = nullptr;
   std::int64_t workspace_bytes = 0;
-  if (options.workspace != nullptr && cuda) {
+  if (options.workspace != nullptr) {  // the CPU ignores it, but checks it as CUDA does
     const TensorView& w = *options.workspace;
     MLAKV_REQUIRE(check, w.device == device, ErrorCode::kDevice, "workspace",
                   "must be on the same device as q (" + device_string(device) + ")", device_string(w.device));

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -334,6 +335,20 @@ TEST(fp8_ds_mla_v4_validation, pages_must_not_overlap) {
             }),
             "mlakv::write_records(fp8_ds_mla_v4): kv_cache: block stride must be >= 37376 (blocks must not overlap), "
             "got 37360");
+}
+
+TEST(fp8_ds_mla_v4_validation, a_block_stride_below_the_padded_page_is_refused_before_writing) {
+  std::vector<std::uint16_t> nope(kNope), rope(kRope);
+  std::vector<std::uint8_t> page(2 * 37440, 0xEE);
+  std::int64_t slot = 64;  // the second page's first token
+  EXPECT_EQ(error_of([&] {
+              mlakv::write_records(Format::kFp8DsMlaV4, mlakv::make_view(nope.data(), DType::kBFloat16, {1, kNope}),
+                                   mlakv::make_view(rope.data(), DType::kBFloat16, {1, kRope}),
+                                   page_view(page.data(), 2, 64, 37376), mlakv::make_view(&slot, DType::kInt64, {1}));
+            }),
+            "mlakv::write_records(fp8_ds_mla_v4): kv_cache: block stride must be >= 37440 (mlakv::page_bytes: the "
+            "padded page), got 37376");
+  EXPECT_TRUE(std::all_of(page.begin(), page.end(), [](std::uint8_t b) { return b == 0xEE; }));
 }
 
 TEST(fp8_ds_mla_v4_validation, sparse_decode_of_the_v4_page_takes_512_wide_queries) {
