@@ -5,12 +5,15 @@
 // definition for both pages: "nvfp4_ds_mla_v41" (FlashMLA ModelType::V41_FP4,
 // token-major) and "nvfp4_ds_mla_v41_planar" (vLLM / SGLang, block-planar);
 // the page spec gives only where the rows lie. A tile's scale is E4M3 round-to-nearest of
-// clamp(amax / 6, 2^-9, 448) (no step-up, no outer scale); a NaN or an inf in
-// the tile makes its scale the E4M3 NaN, which reads the whole tile as NaN.
+// clamp(amax / 6, 2^-9, 448) (no step-up, no outer scale). As in FlashMLA's
+// reference, a NaN in the tile makes its scale the E4M3 NaN, which reads the
+// whole tile as NaN, and an inf counts as FLT_MAX: its tile's scale is 448
+// and the inf is coded +-6 (what vLLM's writer stores too).
 #pragma once
 
 #include <math.h>
 
+#include <cfloat>
 #include <cstdint>
 
 #include "codec/element.h"
@@ -32,13 +35,15 @@ struct CodecDsv41Fp4 {
   static constexpr int kPartValues = Spec::kTileSize;
   static constexpr std::uint8_t kNanScale = 0x7F;  // E4M3's NaN
 
-  /// |x| folded into the amax, a NaN counting as inf (FlashMLA's
-  /// nan_to_num(nan=inf)): the tile's scale is then NaN.
+  /// |x| folded into the amax as FlashMLA's reference folds it
+  /// (nan_to_num(|x|, nan=inf), posinf left at its default, FLT_MAX): a NaN
+  /// makes the amax inf, so the tile's scale NaN; an inf counts as FLT_MAX.
   MLAKV_HD static float fold_poisoned_amax(float amax, float x) {
-    return x != x ? INFINITY : max_ignoring_nan(amax, fabsf(x));
+    const float a = fabsf(x);
+    return x != x ? INFINITY : max_ignoring_nan(amax, a < INFINITY ? a : FLT_MAX);
   }
 
-  /// The E4M3 scale byte of a tile of amax `amax` (an inf amax gives the NaN byte).
+  /// The E4M3 scale byte of a tile of amax `amax` (an inf amax, from a NaN, gives the NaN byte).
   MLAKV_HD static std::uint8_t scale_byte(float amax) {
     if (!(amax < INFINITY)) return kNanScale;
     const float s = div_rn(amax, kE2m1Max);  // finite, >= 0
@@ -51,7 +56,8 @@ struct CodecDsv41Fp4 {
   }
 
   /// Tile `part`: its scale byte and 8 bytes of codes, E2M1(x / scale) with
-  /// one f32 division (the scale is never 0); a NaN-scale tile stores zero codes.
+  /// one f32 division (the scale is never 0; an inf divides to +-inf and
+  /// saturates to +-6); a NaN-scale tile stores zero codes.
   template <InputDtype kDtype>
   MLAKV_HD static void encode_part(int part, const std::uint16_t* nope, const std::uint16_t* rope,
                                    std::uint8_t* data_row, std::uint8_t* scale_row) {

@@ -287,6 +287,26 @@ TEST(fp8_ds_mla_v4_round_trip, ue8m0_scale_is_the_smallest_power_of_two_at_or_ab
   }
 }
 
+// mlakv follows vLLM's writer for the amax (a NaN never raises it; FlashMLA's reference
+// lets it make the scale 0xFF) and stores the NaN itself as E4M3's NaN (vLLM clamps it
+// to a finite +-448 code): docs/formats/fp8_ds_mla_v4.md.
+TEST(fp8_ds_mla_v4_round_trip, a_nan_never_raises_a_tile_amax_and_is_stored_as_0x7f) {
+  for (const std::uint16_t nan : {std::uint16_t{0x7FC0}, std::uint16_t{0x7F81}}) {  // quiet, signalling
+    std::vector<std::uint16_t> nope(kNope, bf16_bits(1.0f)), rope(kRope, bf16_bits(1.0f));
+    nope[64 + 5] = nan;  // tile 1
+    std::uint8_t data[kDataRow], scale[kScaleRow];
+    float out_nope[kNope], out_rope[kRope];
+    Codec::encode_token<mlakv::codec::InputDtype::kBf16>(nope.data(), rope.data(), data, scale);
+    Codec::decode_token(data, scale, out_nope, out_rope);
+    EXPECT_EQ(scale[1], 119);  // amax 1 (the NaN ignored): 1 / 448 in (2^-9, 2^-8] -> e = -8
+    EXPECT_EQ(scale[0], 119);
+    EXPECT_EQ(data[64 + 5], 0x7F);
+    EXPECT_TRUE(std::isnan(out_nope[64 + 5]));
+    EXPECT_EQ(out_nope[64 + 4], 1.0f);  // the tile's other values keep their scale
+    EXPECT_EQ(out_nope[64 + 6], 1.0f);
+  }
+}
+
 TEST(fp8_ds_mla_v4_round_trip, inf_amax_stores_byte_ff_and_reads_back_nan) {
   EXPECT_EQ(Codec::scale_byte(INFINITY), 0xFF);
   EXPECT_EQ(Codec::scale_byte(0.0f), 105);
