@@ -68,7 +68,6 @@ int main(int argc, char** argv) {
   std::printf("%-7s %-26s %-10s %8s %-10s %10s %9s %10s %7s\n", "op", "format", "variant", "tokens", "slots", "us",
               "GB/s", "copy us", "x copy");
   const auto wanted = [&](const mlakv::FormatInfo& info) {
-    if (info.geometry.nope_dims != 512) return false;  // CUDA kernels: the 512 + 64 token-major formats only
     return only_formats.empty() || std::find(only_formats.begin(), only_formats.end(), info.id) != only_formats.end();
   };
   const auto doing = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
