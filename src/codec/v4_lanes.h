@@ -62,13 +62,4 @@ MLAKV_HD void decode_v4_token(const std::uint8_t* data_row, const std::uint8_t* 
   }
 }
 
-/// kN E4M3 codes (aligned to kN on the GPU) times `scale`, as f32.
-template <int kN>
-MLAKV_HD void decode_e4m3_times_scale(const std::uint8_t* src, float scale, float* out) {
-  std::uint8_t codes[kN];
-  load_aligned<kN>(codes, src);
-  MLAKV_UNROLL
-  for (int i = 0; i < kN; ++i) out[i] = decode_e4m3(codes[i]) * scale;
-}
-
 }  // namespace mlakv::codec
