@@ -3,9 +3,10 @@
 // (query row, 64 heads), that walks the row's entries in tiles of 64 keys
 // with no split of a row and no workspace. Three warpgroups hand work to
 // each other through mbarriers and two named barriers:
-//   - the decoders (warpgroup 2, 16 records a warp a tile) load their
-//     records of a tile straight from global memory (the next tile's slots
-//     loaded and its records asked of L2 a tile ahead) and decode them with
+//   - the decoders (warpgroup 2's warps, 8 records of a tile each, and each
+//     math warp 4, decoded while its P x V runs) load their records of a
+//     tile straight from global memory (the next tile's slots loaded and
+//     its records asked of L2 a tile ahead) and decode them with
 //     the shared codecs into one of two bf16 key tiles in the 128-byte
 //     swizzle (the readers' bf16 values, NVFP4 in fragment order; zeros for
 //     an entry without a record), while the math warpgroups multiply the
@@ -49,8 +50,8 @@ struct Storage {
   float part_sum[2][kHeads];  // each math warpgroup's sum of its keys by head
   float head_max[2][kHeads];  // each head's reference maximum (log2 domain), a copy a math warpgroup
   alignas(16) std::uint8_t valid[kKeyBuffers][kTileTokens];  // token t of the key tile has a record
-  std::uint64_t keys_full[kKeyBuffers];                      // 4 decoder warp arrivals: the tile is decoded
-  std::uint64_t keys_empty[kKeyBuffers];                     // 8 math warp arrivals: both products read it
+  std::uint64_t keys_full[kKeyBuffers];   // 12 warp arrivals (each warp's share): the tile is decoded
+  std::uint64_t keys_empty[kKeyBuffers];  // 8 math warp arrivals: both products read it
 };
 
 inline constexpr int kSharedBytes = static_cast<int>(sizeof(Storage)) + 1024;  // + alignment slack
@@ -73,13 +74,48 @@ __device__ __forceinline__ void issue_scores(float (&s)[16], const std::uint8_t*
       q, keys, [&](int k, std::uint64_t a, std::uint64_t b) { wgmma::mma_64x32(s, a, b, k > 0 ? 1 : 0); });
 }
 
-/// A decoder warp's record of token `lane % kWarpTokens` of its share of tile
-/// `tile` (null past the row's entries or without a record).
+/// A warp's share of every tile: tokens first..first + count - 1 (count a
+/// multiple of kRoundTokens, at most 16).
+struct Share {
+  int first;
+  int count;
+};
+
+/// Lane l's record of token share.first + l % share.count of tile `tile`
+/// (null past the row's entries or without a record).
 __device__ __forceinline__ const std::uint8_t* share_record(const params::SparsePrefillParams& p, std::int64_t row,
-                                                            std::int64_t end, int tile, int warp, int lane) {
-  const std::int64_t entry = static_cast<std::int64_t>(tile) * kTileTokens + kWarpTokens * warp + lane % kWarpTokens;
+                                                            std::int64_t end, int tile, const Share& share, int lane) {
+  const std::int64_t entry = static_cast<std::int64_t>(tile) * kTileTokens + share.first + lane % share.count;
   const std::int64_t slot = entry < end ? __ldg(p.indices + row * p.indices_stride_row_elems + entry) : -1;
   return params::record_or_null(p.cache, slot);
+}
+
+/// Decodes a warp's share of a tile, whose records lane l holds (token l %
+/// kCount), into key buffer `keys` and its valid flags, then publishes it
+/// (one arrival on `full`): kCount / kRoundTokens rounds, their loads in
+/// flight at once.
+template <class Codec, int kCount>
+__device__ __forceinline__ void decode_share(std::uint8_t* keys, std::uint8_t* valid_flags, std::uint64_t* full,
+                                             const codec::DecodeParams& params, const std::uint8_t* records, int first,
+                                             int lane) {
+  constexpr int kShareRounds = kCount / kRoundTokens;
+  static_assert(kCount % kRoundTokens == 0 && kRoundTokens * 8 == kWarpSize, "whole rounds of 8 lanes a record");
+  bool valid[kShareRounds];
+  const std::uint8_t* at[kShareRounds];
+#pragma unroll
+  for (int r = 0; r < kShareRounds; ++r) {
+    const std::uint8_t* record = wide_tiles::shuffle(records, kRoundTokens * r + lane / 8);
+    valid[r] = record != nullptr;
+    at[r] = valid[r] ? record : reinterpret_cast<const std::uint8_t*>(wide_tiles::kZeroRecord);
+  }
+#pragma unroll
+  for (int r = 0; r < kShareRounds; ++r) {
+    wide_tiles::decode_round<Codec>(keys, params, at[r], valid[r], first + kRoundTokens * r + lane / 8, lane);
+  }
+  if (lane < kCount) valid_flags[first + lane] = records != nullptr ? 1 : 0;
+  bulk_copy_fence();  // the key tile's stores before the wgmma read it
+  __syncwarp();       // every lane's stores (and their fences) come before lane 0 publishes the tile
+  if (lane == 0) barrier_arrive(full);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -89,7 +125,6 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
   static_assert(kReads<Codec>, "records the decoders load straight from global memory");
-  static_assert(kWarpTokens % kRoundTokens == 0 && kRoundTokens * 8 == kWarpSize, "whole rounds of 8 lanes a record");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
 
@@ -105,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
 
   if (tid == 0) {
     for (int b = 0; b < kKeyBuffers; ++b) {
-      barrier_init(&sh.keys_full[b], kDecoderWarps);
+      barrier_init(&sh.keys_full[b], 12);  // every warp's share: 4 decoder and 8 math warps
       barrier_init(&sh.keys_empty[b], 8);
     }
     bulk_barrier_init_fence();
@@ -114,37 +149,22 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
   bulk_copy_fence();  // the query's ordinary stores before the wgmma (another proxy) read them
   __syncthreads();
 
+  codec::DecodeParams params = p.decode;
+  if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   if (warpgroup == 2) {
     warpgroup_math::keep_registers<kDecoderRegisters>();
-    codec::DecodeParams params = p.decode;
-    if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
-    // Lane l holds the record of token l % 16 of the warp's share of tile t.
-    const std::uint8_t* records = tiles > 0 ? share_record(p, row, end, 0, warp, lane) : nullptr;
-    if (tiles > 0) wide_tiles::prefetch_records<kRecordBytes>(records, kWarpTokens, lane);
+    const Share share{kDecoderTokens * warp, kDecoderTokens};
+    const std::uint8_t* records = tiles > 0 ? share_record(p, row, end, 0, share, lane) : nullptr;
+    if (tiles > 0) wide_tiles::prefetch_records<kRecordBytes>(records, share.count, lane);
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
       const int buffer = t % kKeyBuffers;
       // The next tile's slots and records asked for while this one decodes.
-      const std::uint8_t* next = t + 1 < tiles ? share_record(p, row, end, t + 1, warp, lane) : nullptr;
-      if (t + 1 < tiles) wide_tiles::prefetch_records<kRecordBytes>(next, kWarpTokens, lane);
-      bool valid[kRounds];
-      const std::uint8_t* at[kRounds];
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-        const std::uint8_t* record = wide_tiles::shuffle(records, kRoundTokens * r + lane / 8);
-        valid[r] = record != nullptr;
-        at[r] = valid[r] ? record : reinterpret_cast<const std::uint8_t*>(wide_tiles::kZeroRecord);
-      }
+      const std::uint8_t* next = t + 1 < tiles ? share_record(p, row, end, t + 1, share, lane) : nullptr;
+      if (t + 1 < tiles) wide_tiles::prefetch_records<kRecordBytes>(next, share.count, lane);
       bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u);
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-        wide_tiles::decode_round<Codec>(sh.keys[buffer], params, at[r], valid[r],
-                                        kWarpTokens * warp + kRoundTokens * r + lane / 8, lane);
-      }
-      if (lane < kWarpTokens) sh.valid[buffer][kWarpTokens * warp + lane] = records != nullptr ? 1 : 0;
-      bulk_copy_fence();  // the key tile's stores before the wgmma read it
-      __syncwarp();       // every lane's stores (and their fences) come before lane 0 publishes the tile
-      if (lane == 0) barrier_arrive(&sh.keys_full[buffer]);
+      decode_share<Codec, kDecoderTokens>(sh.keys[buffer], sh.valid[buffer], &sh.keys_full[buffer], params, records,
+                                          share.first, lane);
       records = next;
     }
     return;
@@ -165,8 +185,23 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
   const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
   constexpr int kChunks = kHalfTokens / 8;  // 8-key column chunks of a warpgroup's scores
 
+  // This warp's share of each tile's decode, done for tile t + 1 while
+  // tile t's P x V runs (its key buffer was released by both math
+  // warpgroups before either passed tile t's maxima barrier).
+  const Share share{4 * kDecoderTokens + kMathTokens * (4 * warpgroup + warp), kMathTokens};
+  const std::uint8_t* records = tiles > 0 ? share_record(p, row, end, 0, share, lane) : nullptr;
+  const auto decode_tile = [&](int tile) {
+    const std::uint8_t* next = tile + 1 < tiles ? share_record(p, row, end, tile + 1, share, lane) : nullptr;
+    if (tile + 1 < tiles) wide_tiles::prefetch_records<kRecordBytes>(next, share.count, lane);
+    const int buffer = tile % kKeyBuffers;
+    decode_share<Codec, kMathTokens>(sh.keys[buffer], sh.valid[buffer], &sh.keys_full[buffer], params, records,
+                                     share.first, lane);
+    records = next;
+  };
+
   float s[16];
   if (tiles > 0) {
+    decode_tile(0);
     bulk_barrier_wait(&sh.keys_full[0], 0u);
     issue_scores(s, sh.q, sh.keys[0] + first_key * 128);
     wgmma::wait<0>();
@@ -213,6 +248,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
     if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) warpgroup_math::rescale(o, alpha[0], alpha[1]);
     warpgroup_math::issue_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], warpgroup);
     if (t + 1 < tiles) {
+      decode_tile(t + 1);
       const int next = (t + 1) % kKeyBuffers;
       bulk_barrier_wait(&sh.keys_full[next], static_cast<std::uint32_t>((t + 1) / kKeyBuffers) & 1u);
       issue_scores(s, sh.q, sh.keys[next] + first_key * 128);

@@ -18,10 +18,13 @@ inline constexpr int kTileTokens = 64;               // keys a tile, decoded int
 inline constexpr int kHalfTokens = kTileTokens / 2;  // keys each math warpgroup scores (its wgmma N)
 inline constexpr int kKeyBuffers = 2;                // one decoded while the other is multiplied
 inline constexpr int kThreads = 3 * 128;
-inline constexpr int kDecoderWarps = 4;                          // warpgroup 2
-inline constexpr int kWarpTokens = kTileTokens / kDecoderWarps;  // records a decoder warp decodes a tile
-inline constexpr int kRoundTokens = 4;                           // records it decodes at once (8 lanes each)
-inline constexpr int kRounds = kWarpTokens / kRoundTokens;
+inline constexpr int kRoundTokens = 4;  // records a warp decodes at once (8 lanes each)
+// Records of a tile each warp decodes: warpgroup 2's warps (the decoders)
+// kDecoderTokens, and each math warp kMathTokens between its P x V and its
+// next scores, so that the decode runs on twelve warps instead of four.
+inline constexpr int kMathTokens = 4;
+inline constexpr int kDecoderTokens = (kTileTokens - 8 * kMathTokens) / 4;
+static_assert(kDecoderTokens % kRoundTokens == 0 && kMathTokens % kRoundTokens == 0, "whole rounds");
 inline constexpr int kColumnBlocks = kQueryDim / 64;  // 64-column blocks of a 576-dim row
 inline constexpr int kQueryBlockBytes = kHeads * 128;
 inline constexpr int kKeyBlockBytes = kTileTokens * 128;
@@ -30,8 +33,8 @@ inline constexpr int kMaxRecordBytes = 656;                  // the widest recor
 inline constexpr int kSharedLimit = 232448;                  // bytes of shared memory a block may opt into on sm_90
 
 // Registers a thread of each warpgroup keeps (setmaxnreg; at most 3 x 168 in
-// all): a math warpgroup 128 output and 16 score accumulators, a decoder
-// four records' loads in flight.
+// all): a math warpgroup 128 output and 16 score accumulators beside its
+// share of the decode, a decoder its rounds of records in flight.
 inline constexpr int kMathRegisters = 200;
 inline constexpr int kDecoderRegisters = 104;
 static_assert(2 * kMathRegisters + kDecoderRegisters <= 3 * 168, "registers of one block per SM");
