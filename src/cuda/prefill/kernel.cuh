@@ -92,8 +92,9 @@ __device__ __forceinline__ const std::uint8_t* share_record(const params::Sparse
 
 /// Decodes a warp's share of a tile, whose records lane l holds (token l %
 /// kCount), into key buffer `keys` and its valid flags, then publishes it
-/// (one arrival on `full`): kCount / kRoundTokens rounds, their loads in
-/// flight at once.
+/// (one arrival on `full`), in kCount / kRoundTokens rounds (ptxas keeps
+/// about one round's loads in flight, more registers or not: the rounds'
+/// loads and stores interleave).
 template <class Codec, int kCount>
 __device__ __forceinline__ void decode_share(std::uint8_t* keys, std::uint8_t* valid_flags, std::uint64_t* full,
                                              const codec::DecodeParams& params, const std::uint8_t* records, int first,
@@ -120,10 +121,12 @@ __device__ __forceinline__ void decode_share(std::uint8_t* keys, std::uint8_t* v
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <class Codec>
+/// kMathDecode: the math warps decode a share of each tile too (DecodeSplit).
+template <class Codec, bool kMathDecode>
 __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const params::SparsePrefillParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kRecordBytes = Codec::Spec::kRecordBytes;
+  using Split = DecodeSplit<kMathDecode>;
   static_assert(kReads<Codec>, "records the decoders load straight from global memory");
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage*>(smem_raw + (1024u - shared_address(smem_raw) % 1024u) % 1024u);
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
 
   if (tid == 0) {
     for (int b = 0; b < kKeyBuffers; ++b) {
-      barrier_init(&sh.keys_full[b], 12);  // every warp's share: 4 decoder and 8 math warps
+      barrier_init(&sh.keys_full[b], Split::kWarps);  // every decoding warp's share
       barrier_init(&sh.keys_empty[b], 8);
     }
     bulk_barrier_init_fence();
@@ -152,8 +155,8 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
   codec::DecodeParams params = p.decode;
   if (p.k_scale_device != nullptr) params.k_scale = __ldg(p.k_scale_device);
   if (warpgroup == 2) {
-    warpgroup_math::keep_registers<kDecoderRegisters>();
-    const Share share{kDecoderTokens * warp, kDecoderTokens};
+    warpgroup_math::keep_registers<Split::kDecoderRegisters>();
+    const Share share{Split::kDecoderTokens * warp, Split::kDecoderTokens};
     const std::uint8_t* records = tiles > 0 ? share_record(p, row, end, 0, share, lane) : nullptr;
     if (tiles > 0) wide_tiles::prefetch_records<kRecordBytes>(records, share.count, lane);
 #pragma unroll 1
@@ -163,14 +166,14 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
       const std::uint8_t* next = t + 1 < tiles ? share_record(p, row, end, t + 1, share, lane) : nullptr;
       if (t + 1 < tiles) wide_tiles::prefetch_records<kRecordBytes>(next, share.count, lane);
       bulk_barrier_wait(&sh.keys_empty[buffer], (static_cast<std::uint32_t>(t / kKeyBuffers) & 1u) ^ 1u);
-      decode_share<Codec, kDecoderTokens>(sh.keys[buffer], sh.valid[buffer], &sh.keys_full[buffer], params, records,
-                                          share.first, lane);
+      decode_share<Codec, Split::kDecoderTokens>(sh.keys[buffer], sh.valid[buffer], &sh.keys_full[buffer], params,
+                                                 records, share.first, lane);
       records = next;
     }
     return;
   }
 
-  warpgroup_math::keep_registers<kMathRegisters>();
+  warpgroup_math::keep_registers<Split::kMathRegisters>();
   const int g = lane / 4;  // accumulator rows 16 warp + g and + 8, columns 2 c, 2 c + 1 of each 8
   const int c = lane % 4;
   const int r0 = 16 * warp + g;
@@ -188,15 +191,18 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_mla_prefill_kernel(const p
   // This warp's share of each tile's decode, done for tile t + 1 while
   // tile t's P x V runs (its key buffer was released by both math
   // warpgroups before either passed tile t's maxima barrier).
-  const Share share{4 * kDecoderTokens + kMathTokens * (4 * warpgroup + warp), kMathTokens};
-  const std::uint8_t* records = tiles > 0 ? share_record(p, row, end, 0, share, lane) : nullptr;
+  const Share share{4 * Split::kDecoderTokens + Split::kMathTokens * (4 * warpgroup + warp), Split::kMathTokens};
+  const std::uint8_t* records =
+      Split::kMathTokens > 0 && tiles > 0 ? share_record(p, row, end, 0, share, lane) : nullptr;
   const auto decode_tile = [&](int tile) {
-    const std::uint8_t* next = tile + 1 < tiles ? share_record(p, row, end, tile + 1, share, lane) : nullptr;
-    if (tile + 1 < tiles) wide_tiles::prefetch_records<kRecordBytes>(next, share.count, lane);
-    const int buffer = tile % kKeyBuffers;
-    decode_share<Codec, kMathTokens>(sh.keys[buffer], sh.valid[buffer], &sh.keys_full[buffer], params, records,
-                                     share.first, lane);
-    records = next;
+    if constexpr (Split::kMathTokens > 0) {
+      const std::uint8_t* next = tile + 1 < tiles ? share_record(p, row, end, tile + 1, share, lane) : nullptr;
+      if (tile + 1 < tiles) wide_tiles::prefetch_records<kRecordBytes>(next, share.count, lane);
+      const int buffer = tile % kKeyBuffers;
+      decode_share<Codec, Split::kMathTokens>(sh.keys[buffer], sh.valid[buffer], &sh.keys_full[buffer], params, records,
+                                              share.first, lane);
+      records = next;
+    }
   };
 
   float s[16];

@@ -9,9 +9,9 @@ namespace mlakv::cuda::prefill {
 
 namespace {
 
-template <class Codec>
+template <class Codec, bool kMathDecode>
 cudaError_t launch_kernel(const params::SparsePrefillParams& p, int device, cudaStream_t stream) {
-  constexpr auto kKernel = sparse_mla_prefill_kernel<Codec>;
+  constexpr auto kKernel = sparse_mla_prefill_kernel<Codec, kMathDecode>;
   if (const cudaError_t status = allow_shared_bytes<kKernel>(kSharedBytes, device); status != cudaSuccess) {
     return status;
   }
@@ -29,7 +29,10 @@ bool reads(Format format) {
 cudaError_t launch(const params::SparsePrefillParams& p, int device, cudaStream_t stream) {
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) {
     if constexpr (kReads<Codec>) {
-      return launch_kernel<Codec>(p, device, stream);
+      // The per-token-scaled record's decode binds on its ALU work: the math
+      // warps share it; the others' decoders alone were faster (issue 42's
+      // variants, bench/results/h200-prefill-variants.txt).
+      return launch_kernel<Codec, kOuterScale<Codec>>(p, device, stream);
     } else {
       return cudaErrorNotSupported;  // reads(p.format) is false: the dispatch takes the decode's kernels
     }
