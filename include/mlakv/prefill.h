@@ -6,8 +6,9 @@
 // that are negative, past the cache's capacity or past topk_len[r] are never
 // read, natural-log lse, zeros and lse = -inf for a row without a valid
 // entry). What differs is the shape of the work: many rows that share nothing
-// but the cache, so CUDA runs a throughput kernel (a block per row and 64
-// heads, no split of a row, no workspace) where the decode splits few rows.
+// but the cache, none split (no workspace). CUDA runs the decode's kernels
+// over them today (docs/prefill.md: the prefill kernels measured so far were
+// slower); the name is where a faster prefill kernel goes.
 #pragma once
 
 #include "mlakv/attention.h"
