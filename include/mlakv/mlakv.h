@@ -9,6 +9,7 @@
 #include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
+#include "mlakv/prefill.h"
 #include "mlakv/readers.h"
 #include "mlakv/stream.h"
 #include "mlakv/tensor_view.h"

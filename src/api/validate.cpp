@@ -48,6 +48,8 @@ std::string_view operation_name(Operation operation) {
       return "gather_records";
     case Operation::kDecode:
       return "sparse_mla_decode";
+    case Operation::kPrefill:
+      return "sparse_mla_prefill";
   }
   return "";
 }
