@@ -11,7 +11,7 @@
 #include "commands.h"
 #include "mlakv/formats.h"
 #include "mlakv_support/json_text.h"
-#include "report_options.h"
+#include "model_options.h"
 
 namespace mlakv::tool {
 using support::json_number;

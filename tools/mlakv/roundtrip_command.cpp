@@ -11,12 +11,12 @@
 
 #include "commands.h"
 #include "device_flag.h"
+#include "flag_checks.h"
 #include "measure.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
 #include "mlakv/writers.h"
 #include "mlakv_support/device_buffer.h"
-#include "report_options.h"
 #include "synthetic.h"
 
 namespace mlakv::tool {

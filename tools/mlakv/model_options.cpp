@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "report_options.h"
+#include "model_options.h"
 
 #include <fmt/core.h>
 
@@ -17,14 +17,6 @@ void add_model_options(CLI::App& cmd, ModelOptions& options) {
   cmd.add_option("--gpu-memory", options.gpu_memory, "Memory per GPU, e.g. 96GiB");
   cmd.add_option("--kv-fraction", options.kv_fraction, "Fraction of --gpu-memory given to the KV cache")
       ->default_val(options.kv_fraction);
-}
-
-CLI::Validator non_negative_integer() {
-  return CLI::Validator(
-      [](const std::string& text) {
-        return text.find('-') == std::string::npos ? std::string() : "must be >= 0, got " + text;
-      },
-      "NONNEGATIVE");
 }
 
 ModelBudget resolve_budget(const ModelOptions& options) {
