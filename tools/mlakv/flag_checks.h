@@ -6,7 +6,8 @@
 
 namespace mlakv::tool {
 
-/// A CLI11 check: the value is written without a minus sign ("-1" would wrap an unsigned seed).
-CLI::Validator non_negative_integer();
+/// A CLI11 check of a seed's text: a decimal integer in [0, 2^64 - 1]. CLI11
+/// alone would wrap "-1" and clamp 2^64 to 2^64 - 1 (another seed than asked for).
+CLI::Validator seed_value();
 
 }  // namespace mlakv::tool

@@ -93,6 +93,14 @@ void run_inspect(const InspectOptions& o) {
     throw Error(ErrorCode::kValue, flag + ": " + why);
   };
   const Format format = [&] {
+    // An mlakv format id names its format outright (docs/integrating.md); the
+    // engine switches read --format as an engine's kv_cache_dtype, which the
+    // ids fp8_ds_mla and nvfp4_ds_mla also are.
+    if (o.record_bytes == 0 && !o.fp8_rope && !o.per_token_scale) {
+      for (const FormatInfo& info : formats()) {
+        if (info.id == o.format) return info.format;
+      }
+    }
     try {
       return resolve_format(o.format, o.record_bytes, o.fp8_rope, o.per_token_scale);
     } catch (const Error& e) {

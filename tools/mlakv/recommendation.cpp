@@ -32,16 +32,12 @@ std::size_t recommend(const std::vector<FormatRow>& rows, double limit, const st
     }
   }
   if (best == rows.size()) {
+    // A budget that holds no token in any format is refused before the run (budget_capacities).
     bool all_nonfinite = true;
-    bool all_empty = true;
-    for (const FormatRow& r : rows) {
-      all_nonfinite = all_nonfinite && nonfinite(r) > 0;
-      all_empty = all_empty && r.capacity.tokens == 0;
-    }
-    reason = all_empty       ? "the KV memory holds no token in any format"
-             : all_nonfinite ? "every format decodes some values as NaN or infinity (non-finite inputs, or values "
-                               "beyond a format's range); no error threshold can rank them"
-                             : fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
+    for (const FormatRow& r : rows) all_nonfinite = all_nonfinite && nonfinite(r) > 0;
+    reason = all_nonfinite ? "every format decodes some values as NaN or infinity (non-finite inputs, or values "
+                             "beyond a format's range); no error threshold can rank them"
+                           : fmt::format("no format is within --max-attention-error {:g}%", 100.0 * limit);
     return best;
   }
   const FormatRow& r = rows[best];

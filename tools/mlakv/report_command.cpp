@@ -45,19 +45,24 @@ void run_report(const ReportOptions& options) {
     throw Error(ErrorCode::kValue, "--tokens: cannot be combined with --activations (the tokens are kv_c.npy's rows)");
   }
   const std::int64_t tokens = o.tokens > 0 ? o.tokens : device.type == DeviceType::kCuda ? 262144 : 4096;
-  check_host_memory(tokens);
-  const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model);
+  const std::vector<Capacity> caps = budget_capacities(budget);
   const std::string attention_na = attention_unavailable(budget.model, caps, device);
   if (!o.plot.empty() && !attention_na.empty()) {
     throw Error(ErrorCode::kValue, fmt::format("--plot: draws each format's sparse-attention error, which {} has none "
                                                "of ({})",
                                                budget.model.id, attention_na));
   }
+  const bool attention = attention_na.empty();
+  if (o.activations.empty()) {
+    check_host_memory("--tokens", fmt::format("{} tokens", tokens), tokens, kReportBytesPerToken, 0.0,
+                      "use --tokens {} or fewer");
+  } else {
+    check_user_inputs_fit(o, attention);
+  }
   const int steps = 2 + 2 * static_cast<int>(caps.size());
   Progress progress(o.quiet, steps);
 
   progress.step(o.activations.empty() ? "generating synthetic activations" : "reading " + o.activations);
-  const bool attention = attention_na.empty();
   const Inputs in = o.activations.empty() ? synthetic_inputs(o, tokens, budget.model, attention)
                                           : user_inputs(o, budget.model, attention);
   progress.step(attention ? "uploading inputs and computing the bf16 reference attention" : "uploading inputs");
@@ -75,12 +80,13 @@ void run_report(const ReportOptions& options) {
   progress.finish();
   std::string reason;
   const std::size_t best = recommend(rows, parsed.max_attention_error, attention_na, reason);
+  // The plot first: a file that cannot be written fails the run before anything is printed.
+  if (!o.plot.empty()) write_plot(o.plot, budget, rows, best, parsed.max_attention_error);
   if (o.json) {
     print_json(budget, in, device, parsed, rows, best, reason, attention_na);
   } else {
     print_table(budget, in, device, rows, best, reason, attention_na);
   }
-  if (!o.plot.empty()) write_plot(o.plot, budget, rows, best, parsed.max_attention_error);
 }
 
 }  // namespace
@@ -95,7 +101,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--queries", o->queries, "Query rows of the sparse-attention check")
       ->default_val(o->queries)
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries")->check(non_negative_integer());
+  cmd->add_option("--seed", o->seed, "Seed of the synthetic activations and queries")->check(seed_value());
   cmd->add_option("--activations", o->activations,
                   "Directory with kv_c.npy [T,512] (deepseek-v4-flash: [T,448]) and k_pe.npy [T,64] (float32/float16), "
                   "optional q.npy [R,H,576]");

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "host_memory.h"
 #include "mlakv/error.h"
 #include "mlakv/vocabulary.h"
 #include "npy.h"
@@ -48,7 +49,26 @@ void check_finite(const ReportOptions& o, const std::string& file, const std::st
   }
 }
 
+// A stat, never an open: read_npy refuses FIFOs.
+bool has_queries(const std::string& dir) {
+  std::error_code missing;
+  return std::filesystem::exists(dir + "/q.npy", missing);
+}
+
 }  // namespace
+
+void check_user_inputs_fit(const ReportOptions& o, bool attention) {
+  const NpyHeader kv = read_npy_header("--activations", o.activations + "/kv_c.npy");
+  if (kv.shape.size() != 2) return;  // user_inputs refuses the shape, naming it
+  // q.npy's values: float32 as read, their file bytes while read, and bf16 as uploaded.
+  const double query_bytes =
+      attention && has_queries(o.activations)
+          ? 10.0 * static_cast<double>(read_npy_header("--activations", o.activations + "/q.npy").count)
+          : 0.0;
+  check_host_memory("--activations", fmt::format("the {} tokens of {}", kv.shape[0], o.activations), kv.shape[0],
+                    kReportBytesPerToken, query_bytes,
+                    "at most {} tokens fit: pass fewer rows of kv_c.npy and k_pe.npy");
+}
 
 Inputs synthetic_inputs(const ReportOptions& o, std::int64_t tokens, const ModelPreset& model, bool attention) {
   Inputs in{make_activations(tokens, model.nope_dims, DType::kBFloat16, o.seed),
@@ -84,8 +104,7 @@ Inputs user_inputs(const ReportOptions& o, const ModelPreset& model, bool attent
             {},
             fmt::format("{} tokens of {}", tokens, dir)};
   const std::int64_t topk = std::min(kTopk, tokens);
-  std::error_code missing;
-  const bool has_q = std::filesystem::exists(dir + "/q.npy", missing);  // a stat, never an open: read_npy refuses FIFOs
+  const bool has_q = has_queries(dir);
   if (!attention) {
     if (has_q) in.source += " (its q.npy not read: no sparse-attention check)";
   } else if (has_q) {

@@ -33,7 +33,9 @@ void print_json(const ModelBudget& budget, const Inputs& in, Device device, cons
   out += fmt::format("  \"model\": {{\"id\": {}, \"name\": {}, \"layers\": {}, \"heads\": {}{}}},\n",
                      json_string(budget.model.id), json_string(budget.model.name), budget.model.layers,
                      budget.model.heads, compression_json(budget.model));
-  out += fmt::format("  \"kv_memory\": {},\n  \"device\": {},\n  \"source\": {},\n", budget.kv_memory,
+  out += fmt::format("  \"kv_memory\": {},\n  \"parallelism\": {},\n  \"bf16_record_bytes\": {},\n", budget.kv_memory,
+                     parallelism_json(budget), bf16_record_bytes(budget.model));
+  out += fmt::format("  \"device\": {},\n  \"source\": {},\n",
                      json_string(device.type == DeviceType::kCuda ? "cuda" : "cpu"), json_string(in.source));
   if (attention_na.empty()) {
     out += fmt::format("  \"attention\": {{\"rows\": {}, \"heads\": {}, \"topk\": {}, \"sm_scale\": {}}},\n",

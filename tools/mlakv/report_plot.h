@@ -16,7 +16,8 @@ namespace mlakv::tool {
 void check_writable(const std::string& flag, const std::string& path);
 
 /// Writes the plot of the rows with a sparse-attention error (every row's
-/// values finite) to `path`; `limit` is drawn as the threshold.
+/// values finite) to `path`; `limit` is drawn as the threshold. Throws
+/// mlakv::Error naming --plot, leaving no partly written file, when it cannot.
 void write_plot(const std::string& path, const ModelBudget& budget, const std::vector<FormatRow>& rows,
                 std::size_t best, double limit);
 

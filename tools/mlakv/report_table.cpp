@@ -55,11 +55,12 @@ void print_table(const ModelBudget& budget, const Inputs& in, Device device, con
       fmt::print("\n");
     }
   }
+  fmt::print("\n{}", bf16_baseline_note(model));
   if (attention_na.empty()) {
-    fmt::print("\n'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
+    fmt::print("'%' columns: relative RMS error against the bf16 inputs (attn: the sparse decode's output).\n");
   } else {
     fmt::print(
-        "\n'%' columns: relative RMS error against the bf16 inputs (latent: the {} values of kv_c); attn: n/a, "
+        "'%' columns: relative RMS error against the bf16 inputs (latent: the {} values of kv_c); attn: n/a, "
         "no sparse-attention check (above).\n",
         model.nope_dims);
   }

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "device_flag.h"
 #include "flag_checks.h"
+#include "host_memory.h"
 #include "measure.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
@@ -32,6 +33,9 @@ struct RoundtripOptions {
 void run_roundtrip(const RoundtripOptions& options) {
   constexpr std::int64_t kBlockSize = 64;
   const std::int64_t tokens = options.tokens;
+  const Device device = resolve_device(options.device);
+  check_host_memory("--tokens", fmt::format("{} tokens", tokens), tokens, kRoundtripBytesPerToken, 0.0,
+                    "use --tokens {} or fewer");
   const std::int64_t num_blocks = (tokens + kBlockSize - 1) / kBlockSize;
   const Activations bf16 = make_activations(tokens, kLatentDim, DType::kBFloat16, options.seed);
   const Activations fp16 = make_activations(tokens, kLatentDim, DType::kFloat16, options.seed);
@@ -39,7 +43,6 @@ void run_roundtrip(const RoundtripOptions& options) {
   std::iota(slots.begin(), slots.end(), 0);
   float k_scale = 1.0f;
   TensorView scale = make_view(&k_scale, DType::kFloat32, {1});  // a CPU k_scale is passed by value to CUDA too
-  const Device device = resolve_device(options.device);
   const auto on = [device](DeviceBuffer& buffer, TensorView view) {
     view.data = buffer.data();
     view.device = device;
@@ -89,7 +92,7 @@ void add_roundtrip_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("roundtrip", "Write and read back synthetic tokens through every 512 + 64 format");
   auto options = std::make_shared<RoundtripOptions>();
   cmd->add_option("--tokens", options->tokens, "Number of tokens")->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--seed", options->seed, "Seed of the synthetic activations")->check(non_negative_integer());
+  cmd->add_option("--seed", options->seed, "Seed of the synthetic activations")->check(seed_value());
   cmd->add_option("--device", options->device, "cpu, cuda, or auto (cuda when a device is present)")
       ->default_val("cpu");
   cmd->callback([options] { run_roundtrip(*options); });
