@@ -755,3 +755,49 @@ def test_scripts_main_runs_every_preset_with_a_plot_where_there_is_one(tmp_path)
         assert result.returncode == 0, (model, result.stderr)
         assert plot.exists() == (not model.startswith("deepseek-v4")), model
         assert ("plot: build/main/report.svg" in result.stdout) == plot.exists()
+
+
+def test_mlakv_command_formats_json_is_the_python_registry():
+    assert json.loads(run("formats", "--json").stdout) == mlakv.formats()
+
+
+def test_mlakv_command_roundtrip_json_has_the_tables_rows():
+    report = json.loads(run("roundtrip", "--tokens", "256", "--seed", "7", "--json").stdout)
+    assert (report["tokens"], report["seed"], report["device"], report["bf16_record_bytes"]) == (256, 7, "cpu", 1152)
+    assert [f["format"] for f in report["formats"]] == list(FORMATS)
+    table = run("roundtrip", "--tokens", "256", "--seed", "7").stdout.splitlines()
+    for f in report["formats"]:
+        assert f["tokens_vs_bf16"] == pytest.approx(1152 / f["record_bytes"], rel=1e-5)
+        row = next(line.split() for line in table if line.split()[0] == f["format"])
+        for column, key in ((3, "latent_rel_rms"), (4, "latent_max_abs"), (5, "rope_rel_rms"), (6, "rope_max_abs")):
+            assert float(row[column]) == pytest.approx(f[key], rel=1e-3, abs=1e-30), (f["format"], key)
+        assert f["latent_nonfinite"] == f["rope_nonfinite"] == 0
+    assert report["formats"][0]["latent_rel_rms"] == 0.0  # bf16 stores the bf16 inputs exactly
+
+
+def test_mlakv_command_inspect_json_gives_every_fields_bytes_and_every_decoded_value(tmp_path):
+    from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
+
+    rng = np.random.default_rng(6)
+    kv = rng.standard_normal((8, 512)).astype(ml_dtypes.bfloat16)
+    pe = rng.standard_normal((8, 64)).astype(ml_dtypes.bfloat16)
+    cache = np.zeros((2, 4, 368), np.uint8)
+    concat_and_cache_nvfp4_mla_fp8_rope(kv, pe, cache, np.arange(8))
+    cache.tofile(tmp_path / "cache.bin")
+    args = ["--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin"), "--block-size", "4"]
+    out = json.loads(run("inspect", *args, "--slot", "6", "--json").stdout)
+    assert (out["format"], out["slot"], out["block"], out["position"], out["page_offset"]) == (
+        "nvfp4_ds_mla_fp8_rope",
+        6,
+        1,
+        2,
+        4 * 368,
+    )
+    page = cache[1].reshape(-1)
+    assert sum(f["bytes"] for f in out["fields"]) == 368
+    for f in out["fields"]:
+        assert f["row"] == "record" and f["page_offset"] == 2 * 368 + f["row_offset"]
+        assert bytes.fromhex(f["hex"]) == page[f["page_offset"] : f["page_offset"] + f["bytes"]].tobytes(), f["name"]
+    decoded_kv, decoded_pe = mlakv.gather_records("nvfp4_ds_mla_fp8_rope", cache, [6])
+    np.testing.assert_array_equal(np.array(out["kv_c"], np.float32), decoded_kv[0])
+    np.testing.assert_array_equal(np.array(out["k_pe"], np.float32), decoded_pe[0])
