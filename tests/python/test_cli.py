@@ -661,11 +661,13 @@ def sparse_npy(path, shape) -> None:
         f.truncate(f.tell() + 2 * math.prod(shape))
 
 
-@pytest.mark.parametrize("path", ["report --tokens", "roundtrip --tokens", "report --activations"])
+@pytest.mark.parametrize("path", ["report --tokens", "report --queries", "roundtrip --tokens", "report --activations"])
 def test_mlakv_command_refuses_inputs_beyond_host_memory_before_starting_on_every_input_path(tmp_path, path):
     command, flag = path.split()
     if flag == "--tokens":
         args = [command, "--tokens", str(10**6)]  # about 14-16 GB
+    elif flag == "--queries":
+        args = [command, "--queries", "4096"]  # 128 heads: about 5 GB of query rows and outputs
     else:
         sparse_npy(tmp_path / "kv_c.npy", (2**20, 512))
         sparse_npy(tmp_path / "k_pe.npy", (2**20, 64))

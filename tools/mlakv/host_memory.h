@@ -18,6 +18,15 @@ namespace mlakv::tool {
 /// the measurement buffers are made).
 inline constexpr double kReportBytesPerToken = 16140.0;
 
+/// Host bytes `mlakv report`'s sparse-attention check holds per query row:
+/// per head about 9.5 KB (its 576 query values and 512 outputs, in their
+/// bf16, uploaded and float32 copies; measured: 1.20 MiB per row of 128
+/// heads, 0.59 MiB per row of 64) and per selected token an index and its
+/// upload (8 B).
+inline double report_bytes_per_query_row(std::int64_t heads, std::int64_t topk) {
+  return static_cast<double>(heads) * 9472.0 + static_cast<double>(topk) * 8.0;
+}
+
 /// Host bytes `mlakv roundtrip` holds per token: the bf16 and fp16
 /// activations (2 x 3456), the slots (8) and, one format at a time, the
 /// inputs' copy (1152), a cache of up to 1152 B records and the float32

@@ -7,6 +7,7 @@
 // recommendation, report_table, report_json, report_plot).
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,10 +55,20 @@ void run_report(const ReportOptions& options) {
   }
   const bool attention = attention_na.empty();
   if (o.activations.empty()) {
-    check_host_memory("--tokens", fmt::format("{} tokens", tokens), tokens, kReportBytesPerToken, 0.0,
-                      "use --tokens {} or fewer");
+    // The tokens or the query rows, whichever need more, are named.
+    const double token_bytes = kReportBytesPerToken * static_cast<double>(tokens);
+    const double row_bytes = attention ? report_bytes_per_query_row(budget.model.heads, std::min(kTopk, tokens)) : 0.0;
+    const double query_bytes = row_bytes * static_cast<double>(o.queries);
+    if (query_bytes > token_bytes) {
+      check_host_memory("--queries",
+                        fmt::format("{} query rows x {} heads (with {} tokens)", o.queries, budget.model.heads, tokens),
+                        o.queries, row_bytes, token_bytes, "use --queries {} or fewer");
+    } else {
+      check_host_memory("--tokens", fmt::format("{} tokens", tokens), tokens, kReportBytesPerToken, query_bytes,
+                        "use --tokens {} or fewer");
+    }
   } else {
-    check_user_inputs_fit(o, attention);
+    check_user_inputs_fit(o, budget.model, attention);
   }
   const int steps = 2 + 2 * static_cast<int>(caps.size());
   Progress progress(o.quiet, steps);

@@ -57,14 +57,20 @@ bool has_queries(const std::string& dir) {
 
 }  // namespace
 
-void check_user_inputs_fit(const ReportOptions& o, bool attention) {
+void check_user_inputs_fit(const ReportOptions& o, const ModelPreset& model, bool attention) {
   const NpyHeader kv = read_npy_header("--activations", o.activations + "/kv_c.npy");
   if (kv.shape.size() != 2) return;  // user_inputs refuses the shape, naming it
-  // q.npy's values: float32 as read, their file bytes while read, and bf16 as uploaded.
-  const double query_bytes =
-      attention && has_queries(o.activations)
-          ? 10.0 * static_cast<double>(read_npy_header("--activations", o.activations + "/q.npy").count)
-          : 0.0;
+  const std::int64_t topk = std::min(kTopk, kv.shape[0]);
+  double query_bytes = 0.0;
+  if (attention && has_queries(o.activations)) {
+    // q.npy's values as read (file bytes and float32), then the check's rows.
+    const NpyHeader q = read_npy_header("--activations", o.activations + "/q.npy");
+    query_bytes = 8.0 * static_cast<double>(q.count);
+    if (q.shape.size() == 3)
+      query_bytes += report_bytes_per_query_row(q.shape[1], topk) * static_cast<double>(q.shape[0]);
+  } else if (attention) {
+    query_bytes = report_bytes_per_query_row(model.heads, topk) * static_cast<double>(o.queries);
+  }
   check_host_memory("--activations", fmt::format("the {} tokens of {}", kv.shape[0], o.activations), kv.shape[0],
                     kReportBytesPerToken, query_bytes,
                     "at most {} tokens fit: pass fewer rows of kv_c.npy and k_pe.npy");

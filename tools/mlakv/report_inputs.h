@@ -27,7 +27,7 @@ Inputs synthetic_inputs(const ReportOptions& o, std::int64_t tokens, const Model
 
 /// Refuses, naming --activations, a directory whose arrays (sized from their
 /// .npy headers, before any value is read) need more host memory than is available.
-void check_user_inputs_fit(const ReportOptions& o, bool attention);
+void check_user_inputs_fit(const ReportOptions& o, const ModelPreset& model, bool attention);
 
 /// kv_c.npy [T, nope_dims] (512, or DeepSeek V4's 448) and k_pe.npy [T, 64]
 /// (float32 or float16) of --activations, and its optional q.npy [R, H, 576],
