@@ -66,8 +66,9 @@ void check_user_inputs_fit(const ReportOptions& o, const ModelPreset& model, boo
     // q.npy's values as read (file bytes and float32), then the check's rows.
     const NpyHeader q = read_npy_header("--activations", o.activations + "/q.npy");
     query_bytes = 8.0 * static_cast<double>(q.count);
-    if (q.shape.size() == 3)
+    if (q.shape.size() == 3) {
       query_bytes += report_bytes_per_query_row(q.shape[1], topk) * static_cast<double>(q.shape[0]);
+    }
   } else if (attention) {
     query_bytes = report_bytes_per_query_row(model.heads, topk) * static_cast<double>(o.queries);
   }
