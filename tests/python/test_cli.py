@@ -238,15 +238,21 @@ def test_mlakv_command_report_device_cuda_without_a_gpu_exits_2():
     assert result.returncode == 2 and "--device" in result.stderr
 
 
-def test_mlakv_command_inspect_decodes_one_record(tmp_path):
+def compact_cache_dump(tmp_path, seed: int) -> np.ndarray:
+    """Eight random tokens in a [2, 4, 368] nvfp4_ds_mla_fp8_rope cache, dumped to tmp_path / "cache.bin"."""
     from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     kv = rng.standard_normal((8, 512)).astype(ml_dtypes.bfloat16)
     pe = rng.standard_normal((8, 64)).astype(ml_dtypes.bfloat16)
     cache = np.zeros((2, 4, 368), np.uint8)
     concat_and_cache_nvfp4_mla_fp8_rope(kv, pe, cache, np.arange(8))
     cache.tofile(tmp_path / "cache.bin")
+    return cache
+
+
+def test_mlakv_command_inspect_decodes_one_record(tmp_path):
+    cache = compact_cache_dump(tmp_path, 1)
     inspect = ["inspect", "--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "4", "--slot", "6", "--values", "4").stdout
     assert "slot 6 = block 1, position 2" in out
@@ -778,14 +784,7 @@ def test_mlakv_command_roundtrip_json_has_the_tables_rows():
 
 
 def test_mlakv_command_inspect_json_gives_every_fields_bytes_and_every_decoded_value(tmp_path):
-    from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
-
-    rng = np.random.default_rng(6)
-    kv = rng.standard_normal((8, 512)).astype(ml_dtypes.bfloat16)
-    pe = rng.standard_normal((8, 64)).astype(ml_dtypes.bfloat16)
-    cache = np.zeros((2, 4, 368), np.uint8)
-    concat_and_cache_nvfp4_mla_fp8_rope(kv, pe, cache, np.arange(8))
-    cache.tofile(tmp_path / "cache.bin")
+    cache = compact_cache_dump(tmp_path, 6)
     args = ["--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin"), "--block-size", "4"]
     out = json.loads(run("inspect", *args, "--slot", "6", "--json").stdout)
     assert (out["format"], out["slot"], out["block"], out["position"], out["page_offset"]) == (
