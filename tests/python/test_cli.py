@@ -170,7 +170,8 @@ def test_mlakv_command_report_of_deepseek_v4_prints_attention_as_not_available(t
     out = run("report", "--model", "deepseek-v4-flash", *FAST).stdout
     assert "mlakv report: DeepSeek-V4-Flash (43 layers, 64 heads)" in out
     assert "2 window-only, 21 ratio-4, 20 ratio-128" in out  # what capacity's numbers count
-    assert "sparse attention: not available: the sparse decode reads token-major records of 512 + 64" in out
+    assert "sparse attention: not available: the sparse-attention check decodes 576-value queries over records" in out
+    assert "DeepSeek-V4-Flash's formats store 448 + 64 values" in out
     rows = [line for line in out.splitlines() if line[2:].split(" ")[0] in V4_ENTRY_BYTES]
     assert sorted(line[2:].split()[0] for line in rows) == sorted(V4_ENTRY_BYTES)
     for line in rows:

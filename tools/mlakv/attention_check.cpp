@@ -10,6 +10,17 @@
 namespace mlakv::tool {
 
 std::string attention_unavailable(const ModelPreset& model, const std::vector<Capacity>& caps, Device device) {
+  // The check's geometry, whatever the backend: 576-value queries over 512 + 64
+  // records, each format against bf16 records of the same values.
+  if (model.nope_dims != kLatentDim) {
+    std::string ids;
+    for (const Capacity& c : caps) ids += (ids.empty() ? "" : ", ") + std::string(format_info(c.format).id);
+    return fmt::format(
+        "the sparse-attention check decodes {}-value queries over records of {} + {} values and compares each "
+        "format with bf16 records of the same values; {}'s formats store {} + {} values ({}), none as bf16; "
+        "docs/attention.md says what a DeepSeek V4 decode needs",
+        kQueryDim, kLatentDim, kRopeDim, model.name, model.nope_dims, kRopeDim, ids);
+  }
   const Backend backend = device.type == DeviceType::kCuda ? Backend::kCuda : Backend::kCpu;
   bool reference = false;
   std::string unread;
