@@ -581,6 +581,7 @@ def test_mlakv_command_plot_has_1_2_5_ticks_a_threshold_a_legend_and_labels_that
         (["--dp", "8"], ["--dp", "applies to --gpu-memory"]),
         (["--kv-memory", "80GiB", "--tp", "8"], ["--kv-memory", "not both"]),
         (["--gpus", "8", "--gpu-memory", "141GB"], ["--gpus", "--tp N", "--dp N"]),
+        (["--gpus", "0"], ["--gpus", "--tp N"]),
         (["--gpu-memory", "141GB", "--tp", "0"], ["--tp"]),
     ],
 )

@@ -83,7 +83,7 @@ ModelBudget resolve_budget(const ModelOptions& options) {
          fmt::format("{}'s layers are its compress_ratios (one per layer), not a count to override", model.id));
   }
   if (options.layers > 0) model.layers = options.layers;
-  if (options.gpus != 0) {
+  if (!options.gpus.empty()) {
     fail("--gpus",
          "say how the GPUs hold the cache instead, with --gpu-memory: --tp N (tensor parallel: every GPU holds a "
          "replica of the MLA latent cache) and/or --dp N (data-parallel attention: each GPU its own requests)");

@@ -22,7 +22,7 @@ struct ModelOptions {
   int tp = 0;               // 0: not given (1)
   int dp = 0;               // 0: not given (1)
   std::string kv_fraction;  // "": not given (0.85)
-  int gpus = 0;             // refused: --tp and --dp say how the GPUs share the cache
+  std::string gpus;         // refused, whatever its value: --tp and --dp say how the GPUs hold the cache
 };
 
 /// How --gpu-memory's GPUs hold the cache. An MLA model's latent cache is
