@@ -12,7 +12,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "mlakv/engine.h"
+#include "mlakv/mla_kv_cache_writer.h"
 #include "views.h"
 
 namespace mlakv::torch_ops {
