@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: Apache-2.0
+// The DeepSeek V4 family's sparse decode: a block owns one query row and 16,
+// 32 or 64 heads (one to four mma M tiles of 16) and walks its split of the
+// row's tiles: the main cache's tiles of 64 entries, then the extra cache's.
+// Per tile its warps load the records' bytes straight into registers (a lane
+// a 16-value slice of a key), decode them to bf16 keys in shared memory
+// (record_lanes.cuh), compute the scores with bf16 mma.sync, update the
+// online softmax, and add P x V with the same keys as values (all 512 values).
+// The epilogue scales each head by its sink factor, or writes a float32
+// partial to the workspace that merge_kernel combines (and scales).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/attention_result.cuh"
+#include "cuda/decode/v4/plan.h"
+#include "cuda/decode/v4/record_lanes.cuh"
+#include "cuda/mma.cuh"
+#include "cuda/warp.cuh"
+#include "params/attention_params.h"
+
+namespace mlakv::cuda::v4 {
+
+/// What the kernel takes: the validated parameters (q, out, lse, sink,
+/// workspace) and the two key sets in the order they are walked.
+struct DecodeArgs {
+  params::SparseDecodeParams p;
+  KeySet main;
+  KeySet extra;    // extra.topk == 0: none
+  int main_tiles;  // tiles_of(main.topk)
+  int tiles;       // main_tiles + tiles_of(extra.topk)
+  int tiles_per_split;
+};
+
+// Row pitches padded by 16 bytes: the 8 rows an ldmatrix phase reads start 4 banks apart.
+inline constexpr int kKeyPitch = kDims + 8;
+inline constexpr int kProbPitch = kTileTokens + 8;
+inline constexpr int kScorePitch = kTileTokens + 4;
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+/// kGroups groups of 16 heads; 8 warps a group (4 with four groups), each
+/// scoring kScoreTokens keys and accumulating kWarpDims output dims of its
+/// group's heads, and decoding kDecodeTokens of the tile's keys.
+template <int kGroups>
+struct Shape {
+  static constexpr int kHeads = 16 * kGroups;
+  static constexpr int kWarpsPerGroup = kGroups == 4 ? 4 : 8;
+  static constexpr int kWarps = kGroups * kWarpsPerGroup;
+  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int kScoreTokens = kTileTokens / kWarpsPerGroup;
+  static constexpr int kWarpDims = kDims / kWarpsPerGroup;
+  static constexpr int kDecodeTokens = kTileTokens / kWarps;
+  static constexpr int kSoftmaxThreads = kThreads / kHeads;  // threads sharing a head's softmax
+  static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
+  static constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;  // plan.h's blocks_per_sm
+  static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 4 == 0 && kWarpDims % 16 == 0, "shape does not tile");
+};
+
+template <int kGroups>
+struct Storage {
+  static constexpr int kHeads = 16 * kGroups;
+  alignas(16) std::uint16_t q[kHeads][kKeyPitch];
+  alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
+  alignas(16) float scores[kHeads][kScorePitch];
+  alignas(16) std::uint16_t probs[kHeads][kProbPitch];
+  float row_max[kHeads];  // log2 domain
+  float row_sum[kHeads];
+  float rescale[kHeads];
+  int valid[kTileTokens];
+};
+
+/// The warp's kTokens keys of a tile (entries [first_entry, first_entry +
+/// kTokens) of the set, those before `end`) decoded into key rows [first,
+/// first + kTokens): lane t < kTokens loads entry t's slot, every lane then
+/// loads its bytes of each valid key at once and decodes them. Entries past
+/// `end`, negative or past the cache's capacity are never read: their rows
+/// are zeros and valid[] says so.
+template <int kTokens>
+__device__ __forceinline__ void decode_warp_keys(const KeySet& set, std::int64_t row, std::int64_t first_entry,
+                                                 std::int64_t end, std::uint16_t (*keys)[kKeyPitch], int* valid_out,
+                                                 int first, int lane) {
+  const std::int64_t entry = first_entry + lane;
+  std::int64_t slot = -1;
+  if (lane < kTokens && entry < end) slot = __ldg(set.indices + row * set.indices_stride_row_elems + entry);
+  const bool ok = lane < kTokens && params::slot_in_range(set.cache, slot);
+  const unsigned valid = __ballot_sync(0xFFFFFFFFu, ok);
+  LaneBytes bytes[kTokens];
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) {
+    const std::int64_t s = __shfl_sync(0xFFFFFFFFu, slot, t);
+    if ((valid >> t & 1u) != 0) bytes[t] = load_lane_bytes(set, s, lane);
+  }
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) {
+    std::uint32_t pairs[8] = {};
+    if ((valid >> t & 1u) != 0) decode_lane(set.coding, bytes[t], lane, pairs);
+    uint4* dst = reinterpret_cast<uint4*>(&keys[first + t][kLaneValues * lane]);
+    dst[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+    dst[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
+  }
+  if (lane < kTokens) valid_out[first + lane] = ok ? 1 : 0;
+}
+
+/// The sink factor of `head` for a head total `lse` (params::sink_factor, read through the cache).
+__device__ __forceinline__ float head_sink_factor(const params::SparseDecodeParams& p, std::int64_t head, float lse) {
+  if (p.attn_sink == nullptr) return 1.0f;
+  if (lse == -INFINITY) return 0.0f;
+  return 1.0f / (1.0f + expf(__ldg(p.attn_sink + head * p.attn_sink_stride_elems) - lse));
+}
+
+template <int kGroups, bool kPartial>
+__global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlocksPerSm)
+    decode_kernel(const __grid_constant__ DecodeArgs a) {
+  using S = Shape<kGroups>;
+  const params::SparseDecodeParams& p = a.p;
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  auto& sh = *reinterpret_cast<Storage<kGroups>*>(smem_raw);
+  if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / kWarpSize;
+  const int lane = tid % kWarpSize;
+  const int head_group = warp / S::kWarpsPerGroup;  // this warp's 16 heads
+  const int part = warp % S::kWarpsPerGroup;        // and its share of the keys / output dims
+  const std::int64_t blocks_per_row = (p.heads + S::kHeads - 1) / S::kHeads;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / blocks_per_row;
+  const std::int64_t head0 = (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * S::kHeads;
+  const int split = static_cast<int>(blockIdx.y);
+  const int tile_begin = split * a.tiles_per_split;
+  const int tile_end = min(a.tiles, tile_begin + a.tiles_per_split);
+  const std::int64_t main_entries = params::clamped_entries(a.main.topk_len, a.main.topk, row);
+  const std::int64_t extra_entries = params::clamped_entries(a.extra.topk_len, a.extra.topk, row);
+
+  // The block's query heads (zeros past H), 16 bytes at a time.
+  constexpr int kQueryChunks = kDims / 8;
+#pragma unroll 8
+  for (int c = tid; c < S::kHeads * kQueryChunks; c += S::kThreads) {
+    const int h = c / kQueryChunks;
+    const int j = c % kQueryChunks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (head0 + h < p.heads) {
+      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems) +
+                j);
+    }
+    reinterpret_cast<uint4*>(sh.q[h])[j] = v;
+  }
+  if (tid < S::kHeads) {
+    sh.row_max[tid] = -INFINITY;
+    sh.row_sum[tid] = 0.0f;
+  }
+  const float score_scale = p.sm_scale * kLog2e;
+  const int group = lane / 4;       // mma accumulator rows group and group + 8
+  const int pair = 2 * (lane % 4);  // and columns pair, pair + 1 of each 8-wide tile
+  const int q_row = 16 * head_group + (lane % 8) + 8 * ((lane / 8) % 2);  // ldmatrix row of an A fragment
+  constexpr int kScoreTiles = S::kScoreTokens / 8;
+  constexpr int kDimTiles = S::kWarpDims / 8;
+  float acc[kDimTiles][4] = {};
+  __syncthreads();
+
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    // The tile's key set and entries; a tile past the row's length is skipped whole.
+    const bool extra = tile >= a.main_tiles;
+    const std::int64_t begin = static_cast<std::int64_t>(kTileTokens) * (extra ? tile - a.main_tiles : tile);
+    const std::int64_t end = extra ? extra_entries : main_entries;
+    if (begin >= end) continue;
+    const int first = warp * S::kDecodeTokens;
+    if (extra) {
+      decode_warp_keys<S::kDecodeTokens>(a.extra, row, begin + first, end, sh.keys, sh.valid, first, lane);
+    } else {
+      decode_warp_keys<S::kDecodeTokens>(a.main, row, begin + first, end, sh.keys, sh.valid, first, lane);
+    }
+    __syncthreads();
+
+    // Scores of this warp's 16 heads x its keys.
+    const int key0 = part * S::kScoreTokens;
+    float s[kScoreTiles][4] = {};
+#pragma unroll 4
+    for (int k0 = 0; k0 < kDims; k0 += 16) {
+      std::uint32_t qa[4];
+      ldmatrix_x4(qa, &sh.q[q_row][k0 + 8 * (lane / 16)]);
+      if constexpr (kScoreTiles == 1) {
+        std::uint32_t b[2];
+        ldmatrix_x2(b, &sh.keys[key0 + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
+        mma_bf16_16816(s[0], qa, b[0], b[1]);
+      } else {
+#pragma unroll
+        for (int np = 0; np < kScoreTiles / 2; ++np) {
+          std::uint32_t b[4];
+          ldmatrix_x4(b, &sh.keys[key0 + 16 * np + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
+          mma_bf16_16816(s[2 * np], qa, b[0], b[1]);
+          mma_bf16_16816(s[2 * np + 1], qa, b[2], b[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < kScoreTiles; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = key0 + 8 * nt + pair + j;
+        const bool ok = sh.valid[col] != 0;
+        sh.scores[16 * head_group + group][col] = ok ? s[nt][j] * score_scale : -INFINITY;
+        sh.scores[16 * head_group + group + 8][col] = ok ? s[nt][2 + j] * score_scale : -INFINITY;
+      }
+    }
+    __syncthreads();
+
+    // Online softmax: kSoftmaxThreads threads a head, kSoftmaxValues keys each.
+    {
+      constexpr int kT = S::kSoftmaxThreads;
+      constexpr int kV = S::kSoftmaxValues;
+      const int h = tid / kT;
+      const int slice = tid % kT;
+      float v[kV];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        v[j] = sh.scores[h][slice * kV + j];
+        tile_max = fmaxf(tile_max, v[j]);
+      }
+      tile_max = warp_group_max<kT>(tile_max);
+      const float old_max = sh.row_max[h];
+      const float new_max = fmaxf(old_max, tile_max);
+      const bool none = new_max == -INFINITY;  // no valid key so far: nothing to weigh
+      float sum = 0.0f;
+      std::uint32_t packed[kV / 2];
+#pragma unroll
+      for (int j = 0; j < kV; j += 2) {
+        const float p0 = none ? 0.0f : exp2f(v[j] - new_max);
+        const float p1 = none ? 0.0f : exp2f(v[j + 1] - new_max);
+        packed[j / 2] = pack_bf16x2(p0, p1);
+        sum += p0 + p1;  // unrounded, so lse is exact to float32 (P x V takes the bf16 weights)
+      }
+#pragma unroll
+      for (int w = 0; w < kV / 2; w += 2) {
+        *reinterpret_cast<uint2*>(&sh.probs[h][slice * kV + 2 * w]) = make_uint2(packed[w], packed[w + 1]);
+      }
+#pragma unroll
+      for (int offset = kT / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+      __syncwarp();  // every slice has read row_max before slice 0 rewrites it
+      if (slice == 0) {
+        const float alpha = none ? 1.0f : exp2f(old_max - new_max);
+        sh.row_max[h] = new_max;
+        sh.row_sum[h] = sh.row_sum[h] * alpha + sum;
+        sh.rescale[h] = alpha;
+      }
+    }
+    __syncthreads();
+
+    // acc = acc * rescale + P x V over this warp's output dims (the values are the keys).
+    const float r0 = sh.rescale[16 * head_group + group];
+    const float r1 = sh.rescale[16 * head_group + group + 8];
+#pragma unroll
+    for (int nt = 0; nt < kDimTiles; ++nt) {
+      acc[nt][0] *= r0;
+      acc[nt][1] *= r0;
+      acc[nt][2] *= r1;
+      acc[nt][3] *= r1;
+    }
+    const int dim0 = part * S::kWarpDims;
+#pragma unroll
+    for (int k0 = 0; k0 < kTileTokens; k0 += 16) {
+      std::uint32_t pa[4];
+      ldmatrix_x4(pa, &sh.probs[q_row][k0 + 8 * (lane / 16)]);
+#pragma unroll
+      for (int np = 0; np < kDimTiles / 2; ++np) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, &sh.keys[k0 + 8 * ((lane / 8) % 2) + lane % 8][dim0 + 16 * np + 8 * (lane / 16)]);
+        mma_bf16_16816(acc[2 * np], pa, b[0], b[1]);
+        mma_bf16_16816(acc[2 * np + 1], pa, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // the next tile's keys overwrite these
+  }
+
+  // Epilogue: rows `group` and `group + 8` of this warp's heads and dims.
+  const int dim0 = part * S::kWarpDims;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int h = 16 * head_group + group + 8 * half;
+    const std::int64_t head = head0 + h;
+    if (head >= p.heads) continue;
+    const HeadTotals totals = finish_head(sh.row_sum[h], sh.row_max[h]);
+    if constexpr (kPartial) {
+      const std::int64_t index = (static_cast<std::int64_t>(split) * p.rows + row) * p.heads + head;
+      auto* out = static_cast<float*>(p.workspace) + index * kDims + dim0;
+#pragma unroll
+      for (int nt = 0; nt < kDimTiles; ++nt) {
+        *reinterpret_cast<float2*>(out + 8 * nt + pair) =
+            make_float2(acc[nt][2 * half] * totals.inv_sum, acc[nt][2 * half + 1] * totals.inv_sum);
+      }
+      if (part == 0 && lane % 4 == 0) {
+        reinterpret_cast<float*>(static_cast<std::uint8_t*>(p.workspace) +
+                                 lse_offset_bytes(gridDim.y, p.rows, p.heads))[index] = totals.lse;
+      }
+    } else {
+      const float scale = totals.inv_sum * head_sink_factor(p, head, totals.lse);
+      std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems + dim0;
+#pragma unroll
+      for (int nt = 0; nt < kDimTiles; ++nt) {
+        *reinterpret_cast<std::uint32_t*>(out + 8 * nt + pair) =
+            pack_bf16x2(acc[nt][2 * half] * scale, acc[nt][2 * half + 1] * scale);
+      }
+      if (part == 0 && lane % 4 == 0) p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] = totals.lse;
+    }
+  }
+}
+
+/// Merges the splits of one (row, head) by their lse and applies the head's
+/// sink; 4 output dims a thread. A programmatic dependent of the decode: its
+/// blocks start while the decode's last blocks run and wait at
+/// griddepcontrol.wait until the partials are complete and visible.
+inline constexpr int kMergeThreads = kDims / 4;
+inline constexpr int kMergeBatch = 16;  // partial rows loaded at once
+
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(const params::SparseDecodeParams p, int splits) {
+  static_assert(kMaxSplits <= kMergeThreads, "a thread a split loads its lse");
+  __shared__ float weight[kMaxSplits];
+  __shared__ float warp_max[kMergeThreads / kWarpSize];
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) / p.heads;
+  const std::int64_t head = static_cast<std::int64_t>(blockIdx.x) % p.heads;
+  const auto* partial_out = static_cast<const float*>(p.workspace);
+  const auto* partial_lse = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(p.workspace) +
+                                                           lse_offset_bytes(splits, p.rows, p.heads));
+  const auto index = [&](int s) { return (static_cast<std::int64_t>(s) * p.rows + row) * p.heads + head; };
+  const int t = static_cast<int>(threadIdx.x);
+  const int d = 4 * t;
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the decode grid is complete
+  const float lse = t < splits ? partial_lse[index(t)] : -INFINITY;
+  float m = warp_group_max<kWarpSize>(lse);
+  if (t % kWarpSize == 0) warp_max[t / kWarpSize] = m;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kMergeThreads / kWarpSize; ++w) m = fmaxf(m, warp_max[w]);
+  if (t < splits) weight[t] = m == -INFINITY ? 0.0f : expf(lse - m);
+  __syncthreads();
+  MergedDims merged;
+  for (int s0 = 0; s0 < splits; s0 += kMergeBatch) {
+    float4 batch[kMergeBatch];
+#pragma unroll
+    for (int j = 0; j < kMergeBatch; ++j) {
+      if (s0 + j < splits) batch[j] = *reinterpret_cast<const float4*>(partial_out + index(s0 + j) * kDims + d);
+    }
+#pragma unroll
+    for (int j = 0; j < kMergeBatch; ++j) {
+      if (s0 + j < splits) merged.add(weight[s0 + j], batch[j]);
+    }
+  }
+  const float total_lse = merged.total > 0.0f ? m + logf(merged.total) : -INFINITY;
+  const float scale = merged.total > 0.0f ? head_sink_factor(p, head, total_lse) / merged.total : 0.0f;
+  std::uint16_t* out = p.out + row * p.out_stride_row_elems + head * p.out_stride_head_elems + d;
+  reinterpret_cast<std::uint32_t*>(out)[0] = pack_bf16x2(merged.acc.x * scale, merged.acc.y * scale);
+  reinterpret_cast<std::uint32_t*>(out)[1] = pack_bf16x2(merged.acc.z * scale, merged.acc.w * scale);
+  if (d == 0) p.lse[row * p.lse_stride_row_elems + head * p.lse_stride_head_elems] = total_lse;
+}
+
+}  // namespace mlakv::cuda::v4
