@@ -2,10 +2,13 @@
 // The DeepSeek V4 family's sparse decode: a block owns one query row and 16,
 // 32 or 64 heads (one to four mma M tiles of 16) and walks its split of the
 // row's tiles: the main cache's tiles of 64 entries, then the extra cache's.
-// Per tile its warps load the records' bytes straight into registers (a lane
-// a 16-value slice of a key), decode them to bf16 keys in shared memory
-// (record_lanes.cuh), compute the scores with bf16 mma.sync, update the
-// online softmax, and add P x V with the same keys as values (all 512 values).
+// Each warp owns kDecodeTokens entries of every tile: it copies their data and
+// scale rows (cp.async) into its rows of a staging buffer one tile ahead, so
+// the next tile's records are in flight while the block computes the current
+// one, and decodes its staged rows into the bf16 key tile (a lane a 16-value
+// slice of a key: record_lanes.cuh). The block then computes the scores with
+// bf16 mma.sync, updates the online softmax, and adds P x V with the same keys
+// as values (all 512 values).
 // The epilogue scales each head by its sink factor, or writes a float32
 // partial to the workspace that merge_kernel combines (and scales).
 #pragma once
@@ -37,6 +40,9 @@ inline constexpr int kKeyPitch = kDims + 8;
 inline constexpr int kProbPitch = kTileTokens + 8;
 inline constexpr int kScorePitch = kTileTokens + 4;
 inline constexpr float kLog2e = 1.4426950408889634f;
+// A staged token: its data row (up to 576 bytes), then its scale row (up to 32).
+inline constexpr int kStageScales = 576;
+inline constexpr int kStagePitch = kStageScales + 32;
 
 /// kGroups groups of 16 heads; 8 warps a group (4 with four groups), each
 /// scoring kScoreTokens keys and accumulating kWarpDims output dims of its
@@ -52,7 +58,7 @@ struct Shape {
   static constexpr int kDecodeTokens = kTileTokens / kWarps;
   static constexpr int kSoftmaxThreads = kThreads / kHeads;  // threads sharing a head's softmax
   static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
-  static constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;  // plan.h's blocks_per_sm
+  static constexpr int kBlocksPerSm = 1;  // plan.h's blocks_per_sm (shared storage: 129 to 199 KB)
   static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 4 == 0 && kWarpDims % 16 == 0, "shape does not tile");
 };
 
@@ -61,6 +67,7 @@ struct Storage {
   static constexpr int kHeads = 16 * kGroups;
   alignas(16) std::uint16_t q[kHeads][kKeyPitch];
   alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
+  alignas(16) std::uint8_t staging[kTileTokens][kStagePitch];  // the next tile's records, each warp its rows
   alignas(16) float scores[kHeads][kScorePitch];
   alignas(16) std::uint16_t probs[kHeads][kProbPitch];
   float row_max[kHeads];  // log2 domain
@@ -69,36 +76,91 @@ struct Storage {
   int valid[kTileTokens];
 };
 
-/// The warp's kTokens keys of a tile (entries [first_entry, first_entry +
-/// kTokens) of the set, those before `end`) decoded into key rows [first,
-/// first + kTokens): lane t < kTokens loads entry t's slot, every lane then
-/// loads its bytes of each valid key at once and decodes them. Entries past
-/// `end`, negative or past the cache's capacity are never read: their rows
-/// are zeros and valid[] says so.
+/// Where a tile's entries are: its key set's [begin, end) of the row.
+struct TileEntries {
+  bool extra;
+  std::int64_t begin;
+  std::int64_t end;
+};
+
+__device__ __forceinline__ TileEntries tile_entries(const DecodeArgs& a, int tile, std::int64_t main_entries,
+                                                    std::int64_t extra_entries) {
+  const bool extra = tile >= a.main_tiles;
+  return {extra, static_cast<std::int64_t>(kTileTokens) * (extra ? tile - a.main_tiles : tile),
+          extra ? extra_entries : main_entries};
+}
+
+/// The first tile from `tile` on (before `tile_end`) that holds an entry of the row, or tile_end.
+__device__ __forceinline__ int live_tile(const DecodeArgs& a, int tile, int tile_end, std::int64_t main_entries,
+                                         std::int64_t extra_entries) {
+  if (tile < a.main_tiles && static_cast<std::int64_t>(kTileTokens) * tile >= main_entries) tile = a.main_tiles;
+  if (tile >= a.main_tiles && static_cast<std::int64_t>(kTileTokens) * (tile - a.main_tiles) >= extra_entries) {
+    tile = tile_end;
+  }
+  return min(tile, tile_end);
+}
+
+/// The slot of entry `first + lane` of the tile for lanes below kTokens (-1 past the row's end or the tiles).
 template <int kTokens>
-__device__ __forceinline__ void decode_warp_keys(const KeySet& set, std::int64_t row, std::int64_t first_entry,
-                                                 std::int64_t end, std::uint16_t (*keys)[kKeyPitch], int* valid_out,
-                                                 int first, int lane) {
-  const std::int64_t entry = first_entry + lane;
-  std::int64_t slot = -1;
-  if (lane < kTokens && entry < end) slot = __ldg(set.indices + row * set.indices_stride_row_elems + entry);
-  const bool ok = lane < kTokens && params::slot_in_range(set.cache, slot);
-  const unsigned valid = __ballot_sync(0xFFFFFFFFu, ok);
-  LaneBytes bytes[kTokens];
+__device__ __forceinline__ std::int64_t warp_slot(const DecodeArgs& a, std::int64_t row, int tile, int tile_end,
+                                                  const TileEntries& e, int first, int lane) {
+  const std::int64_t entry = e.begin + first + lane;
+  if (tile >= tile_end || lane >= kTokens || entry >= e.end) return -1;
+  return __ldg((e.extra ? a.extra.indices : a.main.indices) +
+               row * (e.extra ? a.extra.indices_stride_row_elems : a.main.indices_stride_row_elems) + entry);
+}
+
+/// Copies (cp.async) the data and scale rows of the warp's valid tokens (lane
+/// t < kTokens holds token t's slot) into staging rows [first, first +
+/// kTokens); entries negative or past the cache's capacity are not read.
+/// Returns the valid tokens' mask.
+template <int kTokens>
+__device__ __forceinline__ unsigned stage_warp_records(const KeySet& set, std::int64_t slot,
+                                                       std::uint8_t (*staging)[kStagePitch], int first, int lane) {
+  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokens && params::slot_in_range(set.cache, slot));
+  const int data_chunks = data_row_bytes(set.coding) / 16;
+  const int scale_bytes = scale_row_bytes(set.coding);
 #pragma unroll
   for (int t = 0; t < kTokens; ++t) {
     const std::int64_t s = __shfl_sync(0xFFFFFFFFu, slot, t);
-    if ((valid >> t & 1u) != 0) bytes[t] = load_lane_bytes(set, s, lane);
+    if ((valid >> t & 1u) == 0) continue;
+    const params::PagePosition at = params::page_position(set.cache, s);
+    const std::uint8_t* data = params::field_address(set.cache, at, format::kDataRegion, 0);
+    std::uint8_t* row = staging[first + t];
+    for (int c = lane; c < data_chunks; c += kWarpSize) copy_async16(row + 16 * c, data + 16 * c);
+    if (lane == kWarpSize - 1) {
+      const std::uint8_t* scales = params::field_address(set.cache, at, set.scale_region, set.scale_offset);
+      if (scale_bytes == 8) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(shared_address(row + kStageScales)),
+                     "l"(scales));
+      } else {
+        for (int c = 0; c < scale_bytes / 16; ++c) copy_async16(row + kStageScales + 16 * c, scales + 16 * c);
+      }
+    }
   }
+  copy_async_commit();
+  return valid;
+}
+
+/// The warp's staged tokens decoded into key rows [first, first + kTokens)
+/// (invalid ones as zeros), and valid[] for them.
+template <int kTokens>
+__device__ __forceinline__ void decode_warp_keys(Coding coding, unsigned valid,
+                                                 const std::uint8_t (*staging)[kStagePitch],
+                                                 std::uint16_t (*keys)[kKeyPitch], int* valid_out, int first,
+                                                 int lane) {
 #pragma unroll
   for (int t = 0; t < kTokens; ++t) {
     std::uint32_t pairs[8] = {};
-    if ((valid >> t & 1u) != 0) decode_lane(set.coding, bytes[t], lane, pairs);
+    if ((valid >> t & 1u) != 0) {
+      const std::uint8_t* row = staging[first + t];
+      decode_lane(coding, read_lane_bytes(coding, row, row + kStageScales, lane), lane, pairs);
+    }
     uint4* dst = reinterpret_cast<uint4*>(&keys[first + t][kLaneValues * lane]);
     dst[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
     dst[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
   }
-  if (lane < kTokens) valid_out[first + lane] = ok ? 1 : 0;
+  if (lane < kTokens) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
 }
 
 /// The sink factor of `head` for a head total `lse` (params::sink_factor, read through the cache).
@@ -156,40 +218,70 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
   float acc[kDimTiles][4] = {};
   __syncthreads();
 
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
-    // The tile's key set and entries; a tile past the row's length is skipped whole.
-    const bool extra = tile >= a.main_tiles;
-    const std::int64_t begin = static_cast<std::int64_t>(kTileTokens) * (extra ? tile - a.main_tiles : tile);
-    const std::int64_t end = extra ? extra_entries : main_entries;
-    if (begin >= end) continue;
-    const int first = warp * S::kDecodeTokens;
-    if (extra) {
-      decode_warp_keys<S::kDecodeTokens>(a.extra, row, begin + first, end, sh.keys, sh.valid, first, lane);
-    } else {
-      decode_warp_keys<S::kDecodeTokens>(a.main, row, begin + first, end, sh.keys, sh.valid, first, lane);
+  // The pipeline: tile `tile` is staged (its copies in flight), the slots of `next` are loaded.
+  const int first = warp * S::kDecodeTokens;
+  int tile = live_tile(a, tile_begin, tile_end, main_entries, extra_entries);
+  TileEntries entries = tile_entries(a, tile, main_entries, extra_entries);
+  unsigned staged = 0;
+  {
+    const std::int64_t slot = warp_slot<S::kDecodeTokens>(a, row, tile, tile_end, entries, first, lane);
+    staged = entries.extra ? stage_warp_records<S::kDecodeTokens>(a.extra, slot, sh.staging, first, lane)
+                           : stage_warp_records<S::kDecodeTokens>(a.main, slot, sh.staging, first, lane);
+  }
+  int next = live_tile(a, tile + 1, tile_end, main_entries, extra_entries);
+  TileEntries next_entries = tile_entries(a, next, main_entries, extra_entries);
+  std::int64_t next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);
+
+  while (tile < tile_end) {
+    // This warp's staged tokens into the key tile, then the next tile's copies into the freed staging rows.
+    copy_async_wait_all();
+    __syncwarp();
+    decode_warp_keys<S::kDecodeTokens>(entries.extra ? a.extra.coding : a.main.coding, staged, sh.staging, sh.keys,
+                                       sh.valid, first, lane);
+    __syncwarp();
+    if (next < tile_end) {
+      staged = next_entries.extra ? stage_warp_records<S::kDecodeTokens>(a.extra, next_slot, sh.staging, first, lane)
+                                  : stage_warp_records<S::kDecodeTokens>(a.main, next_slot, sh.staging, first, lane);
     }
+    tile = next;
+    entries = next_entries;
+    next = live_tile(a, tile + 1, tile_end, main_entries, extra_entries);
+    next_entries = tile_entries(a, next, main_entries, extra_entries);
+    next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);
     __syncthreads();
 
     // Scores of this warp's 16 heads x its keys.
+    // Two accumulator chains (even and odd 16-dim steps), so one mma need not wait for the last.
     const int key0 = part * S::kScoreTokens;
     float s[kScoreTiles][4] = {};
+    float s_odd[kScoreTiles][4] = {};
 #pragma unroll 4
-    for (int k0 = 0; k0 < kDims; k0 += 16) {
-      std::uint32_t qa[4];
-      ldmatrix_x4(qa, &sh.q[q_row][k0 + 8 * (lane / 16)]);
-      if constexpr (kScoreTiles == 1) {
-        std::uint32_t b[2];
-        ldmatrix_x2(b, &sh.keys[key0 + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
-        mma_bf16_16816(s[0], qa, b[0], b[1]);
-      } else {
+    for (int k0 = 0; k0 < kDims; k0 += 32) {
 #pragma unroll
-        for (int np = 0; np < kScoreTiles / 2; ++np) {
-          std::uint32_t b[4];
-          ldmatrix_x4(b, &sh.keys[key0 + 16 * np + 8 * (lane / 16) + lane % 8][k0 + 8 * ((lane / 8) % 2)]);
-          mma_bf16_16816(s[2 * np], qa, b[0], b[1]);
-          mma_bf16_16816(s[2 * np + 1], qa, b[2], b[3]);
+      for (int step = 0; step < 2; ++step) {
+        const int k = k0 + 16 * step;
+        float(&acc_s)[kScoreTiles][4] = step == 0 ? s : s_odd;
+        std::uint32_t qa[4];
+        ldmatrix_x4(qa, &sh.q[q_row][k + 8 * (lane / 16)]);
+        if constexpr (kScoreTiles == 1) {
+          std::uint32_t b[2];
+          ldmatrix_x2(b, &sh.keys[key0 + lane % 8][k + 8 * ((lane / 8) % 2)]);
+          mma_bf16_16816(acc_s[0], qa, b[0], b[1]);
+        } else {
+#pragma unroll
+          for (int np = 0; np < kScoreTiles / 2; ++np) {
+            std::uint32_t b[4];
+            ldmatrix_x4(b, &sh.keys[key0 + 16 * np + 8 * (lane / 16) + lane % 8][k + 8 * ((lane / 8) % 2)]);
+            mma_bf16_16816(acc_s[2 * np], qa, b[0], b[1]);
+            mma_bf16_16816(acc_s[2 * np + 1], qa, b[2], b[3]);
+          }
         }
       }
+    }
+#pragma unroll
+    for (int nt = 0; nt < kScoreTiles; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[nt][j] += s_odd[nt][j];
     }
 #pragma unroll
     for (int nt = 0; nt < kScoreTiles; ++nt) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A DeepSeek V4 family key as the V4 decode kernel reads it: lane l of a warp
-// loads the bytes of the key's values [16 l, 16 l + 16) (448 NoPE ++ 64 RoPE)
-// straight from the token's data row and scale row, and decodes them into 8
-// bf16 pairs in dim order, exactly the codecs' values rounded to bf16 (the
+// reads the bytes of the key's values [16 l, 16 l + 16) (448 NoPE ++ 64 RoPE)
+// from the token's data row and scale row (as the kernel staged them in shared
+// memory), and decodes them into 8 bf16 pairs in dim order, exactly the codecs' values rounded to bf16 (the
 // readers' bf16 output). The arithmetic is the codecs' own: E4M3 through
 // decode_e4m3x2, times the UE8M0 scale_value in f32 (a power of two: exact),
 // rounded by encode_bf16x2; E2M1 placed as bf16 bits and scaled by two exact
@@ -53,34 +53,36 @@ struct LaneBytes {
   std::uint32_t scale;
 };
 
-template <class T>
-__device__ __forceinline__ T load_global(const std::uint8_t* address) {
-  return __ldg(reinterpret_cast<const T*>(address));
+/// The bytes of a token's data row (its record's codes, or its row of the page).
+__host__ __device__ constexpr int data_row_bytes(Coding coding) {
+  return coding == Coding::kFp8Tiles64 ? 576 : coding == Coding::kMxfp8 ? 512 : 256;
+}
+/// The bytes of a token's scale row.
+__host__ __device__ constexpr int scale_row_bytes(Coding coding) {
+  return coding == Coding::kFp8Tiles64 ? 8 : coding == Coding::kMxfp8 ? 16 : 32;
 }
 
-/// Lane `lane`'s bytes of the token at `slot` (in range).
-__device__ __forceinline__ LaneBytes load_lane_bytes(const KeySet& set, std::int64_t slot, int lane) {
-  const params::PagePosition at = params::page_position(set.cache, slot);
-  const std::uint8_t* data = params::field_address(set.cache, at, format::kDataRegion, 0);
-  const std::uint8_t* scales = params::field_address(set.cache, at, set.scale_region, set.scale_offset);
+/// Lane `lane`'s bytes of a token whose data row and scale row are at `data` and `scales`.
+__device__ __forceinline__ LaneBytes read_lane_bytes(Coding coding, const std::uint8_t* data,
+                                                     const std::uint8_t* scales, int lane) {
   LaneBytes b{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0), 0};
-  if (set.coding == Coding::kFp8Tiles64) {
+  if (coding == Coding::kFp8Tiles64) {
     if (lane < kFp8V4NopeLanes) {
-      b.lo = load_global<uint4>(data + 16 * lane);
-      b.scale = __ldg(scales + lane / 4);
+      b.lo = *reinterpret_cast<const uint4*>(data + 16 * lane);
+      b.scale = scales[lane / 4];
     } else {
       const std::uint8_t* rope = data + kFp8V4RopeOffset + 32 * (lane - kFp8V4NopeLanes);
-      b.lo = load_global<uint4>(rope);
-      b.hi = load_global<uint4>(rope + 16);
+      b.lo = *reinterpret_cast<const uint4*>(rope);
+      b.hi = *reinterpret_cast<const uint4*>(rope + 16);
     }
-  } else if (set.coding == Coding::kMxfp8) {
-    b.lo = load_global<uint4>(data + 16 * lane);
-    b.scale = __ldg(scales + lane / 2);
+  } else if (coding == Coding::kMxfp8) {
+    b.lo = *reinterpret_cast<const uint4*>(data + 16 * lane);
+    b.scale = scales[lane / 2];
   } else {
-    const uint2 codes = load_global<uint2>(data + 8 * lane);
+    const uint2 codes = *reinterpret_cast<const uint2*>(data + 8 * lane);
     b.lo.x = codes.x;
     b.lo.y = codes.y;
-    b.scale = __ldg(scales + lane);
+    b.scale = scales[lane];
   }
   return b;
 }
