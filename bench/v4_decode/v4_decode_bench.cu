@@ -7,7 +7,7 @@
 // events with the L2 flushed before it (a 256 MB memset); the median of
 // --iterations calls is printed per (format pairing, H, batch), with the
 // TFLOP/s the anchor counts: 2 rows H (topk + extra topk) (512 + 512).
-// Usage: mlakv_v4_decode_bench [iterations] [H filter, 0 = all]
+// Usage: mlakv_v4_decode_bench [iterations] [H filter, 0 = all] [batch filter, 0 = all] [pairings, 0 = all]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -182,6 +182,8 @@ float time_decode(Cache& main, Cache& extra, std::int64_t heads, std::int64_t ba
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 50;
   const std::int64_t only_heads = argc > 2 ? std::atoll(argv[2]) : 0;
+  const std::int64_t only_batch = argc > 3 ? std::atoll(argv[3]) : 0;
+  const int pairing_count = argc > 4 ? std::atoi(argv[4]) : 0;  // the first n pairings
   cudaDeviceProp props{};
   CHECK_CUDA(cudaGetDeviceProperties(&props, 0));
   std::printf("device: %s, %d SMs; median of %d graph replays, L2 flushed\n", props.name, props.multiProcessorCount,
@@ -199,12 +201,15 @@ int main(int argc, char** argv) {
     std::int64_t heads, topk, extra_topk;
   };
   const Config configs[] = {{64, 128, 512}, {128, 128, 1024}, {16, 128, 512}, {8, 128, 512}};
+  int pairings_run = 0;
   for (const Pairing& pairing : pairings) {
+    if (pairing_count > 0 && pairings_run++ >= pairing_count) break;
     Cache main(pairing.main, 256, 1);
     Cache extra(pairing.extra, 64, 2);
     for (const Config& c : configs) {
       if (only_heads != 0 && c.heads != only_heads) continue;
       for (const std::int64_t batch : {2, 64, 128}) {
+        if (only_batch != 0 && batch != only_batch) continue;
         const float us = time_decode(main, extra, c.heads, batch, c.topk, c.extra_topk, iterations, flush);
         const double flops = 2.0 * 2 * batch * c.heads * (c.topk + c.extra_topk) * 1024;
         const std::string main_id(mlakv::format_info(pairing.main).id);
