@@ -58,7 +58,12 @@ struct Shape {
   static constexpr int kDecodeTokens = kTileTokens / kWarps;
   static constexpr int kSoftmaxThreads = kThreads / kHeads;  // threads sharing a head's softmax
   static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
-  static constexpr int kBlocksPerSm = 1;  // plan.h's blocks_per_sm (shared storage: 129 to 199 KB)
+  // One group: two blocks an SM (90 KB of shared storage each) loading each
+  // tile's records straight into registers, which measured faster than one
+  // block staging them (H200, bench/results/h200-92d7ca4-v4-decode.txt); more
+  // groups: one block staging the next tile's records (160-199 KB).
+  static constexpr bool kStaged = kGroups > 1;
+  static constexpr int kBlocksPerSm = kStaged ? 1 : 2;  // plan.h's blocks_per_sm
   static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 4 == 0 && kWarpDims % 16 == 0, "shape does not tile");
 };
 
@@ -67,7 +72,7 @@ struct Storage {
   static constexpr int kHeads = 16 * kGroups;
   alignas(16) std::uint16_t q[kHeads][kKeyPitch];
   alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
-  alignas(16) std::uint8_t staging[kTileTokens][kStagePitch];  // the next tile's records, each warp its rows
+  alignas(16) std::uint8_t staging[kGroups > 1 ? kTileTokens : 1][kStagePitch];  // the next tile's records
   alignas(16) float scores[kHeads][kScorePitch];
   alignas(16) std::uint16_t probs[kHeads][kProbPitch];
   float row_max[kHeads];  // log2 domain
@@ -163,6 +168,38 @@ __device__ __forceinline__ void decode_warp_keys(Coding coding, unsigned valid,
   if (lane < kTokens) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
 }
 
+/// The warp's keys of a tile (lane t < kTokens holds token t's slot) loaded
+/// straight into registers, kBatch keys at a time, and decoded into key rows
+/// [first, first + kTokens) (invalid ones as zeros, never read), and valid[] for them.
+template <int kTokens>
+__device__ __forceinline__ void load_warp_keys(const KeySet& set, std::int64_t slot, std::uint16_t (*keys)[kKeyPitch],
+                                               int* valid_out, int first, int lane) {
+  constexpr int kBatch = kTokens < 4 ? kTokens : 4;  // the loads in flight at once, within 128 registers
+  const unsigned valid = __ballot_sync(0xFFFFFFFFu, lane < kTokens && params::slot_in_range(set.cache, slot));
+#pragma unroll
+  for (int t0 = 0; t0 < kTokens; t0 += kBatch) {
+    LaneBytes bytes[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const std::int64_t s = __shfl_sync(0xFFFFFFFFu, slot, t0 + k);
+      if ((valid >> (t0 + k) & 1u) != 0) {
+        const params::PagePosition at = params::page_position(set.cache, s);
+        bytes[k] = read_lane_bytes(set.coding, params::field_address(set.cache, at, format::kDataRegion, 0),
+                                   params::field_address(set.cache, at, set.scale_region, set.scale_offset), lane);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      std::uint32_t pairs[8] = {};
+      if ((valid >> (t0 + k) & 1u) != 0) decode_lane(set.coding, bytes[k], lane, pairs);
+      uint4* dst = reinterpret_cast<uint4*>(&keys[first + t0 + k][kLaneValues * lane]);
+      dst[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+      dst[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
+    }
+  }
+  if (lane < kTokens) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
+}
+
 /// The sink factor of `head` for a head total `lse` (params::sink_factor, read through the cache).
 __device__ __forceinline__ float head_sink_factor(const params::SparseDecodeParams& p, std::int64_t head, float lse) {
   if (p.attn_sink == nullptr) return 1.0f;
@@ -218,13 +255,14 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
   float acc[kDimTiles][4] = {};
   __syncthreads();
 
-  // The pipeline: tile `tile` is staged (its copies in flight), the slots of `next` are loaded.
+  // The pipeline: the slots of `tile` and `next` are loaded one tile ahead;
+  // staged kernels also have `tile`'s records in flight into the staging rows.
   const int first = warp * S::kDecodeTokens;
   int tile = live_tile(a, tile_begin, tile_end, main_entries, extra_entries);
   TileEntries entries = tile_entries(a, tile, main_entries, extra_entries);
+  std::int64_t slot = warp_slot<S::kDecodeTokens>(a, row, tile, tile_end, entries, first, lane);
   unsigned staged = 0;
-  {
-    const std::int64_t slot = warp_slot<S::kDecodeTokens>(a, row, tile, tile_end, entries, first, lane);
+  if constexpr (S::kStaged) {
     staged = entries.extra ? stage_warp_records<S::kDecodeTokens>(a.extra, slot, sh.staging, first, lane)
                            : stage_warp_records<S::kDecodeTokens>(a.main, slot, sh.staging, first, lane);
   }
@@ -233,18 +271,25 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
   std::int64_t next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);
 
   while (tile < tile_end) {
-    // This warp's staged tokens into the key tile, then the next tile's copies into the freed staging rows.
-    copy_async_wait_all();
-    __syncwarp();
-    decode_warp_keys<S::kDecodeTokens>(entries.extra ? a.extra.coding : a.main.coding, staged, sh.staging, sh.keys,
-                                       sh.valid, first, lane);
-    __syncwarp();
-    if (next < tile_end) {
-      staged = next_entries.extra ? stage_warp_records<S::kDecodeTokens>(a.extra, next_slot, sh.staging, first, lane)
-                                  : stage_warp_records<S::kDecodeTokens>(a.main, next_slot, sh.staging, first, lane);
+    if constexpr (S::kStaged) {
+      // This warp's staged tokens into the key tile, then the next tile's copies into the freed staging rows.
+      copy_async_wait_all();
+      __syncwarp();
+      decode_warp_keys<S::kDecodeTokens>(entries.extra ? a.extra.coding : a.main.coding, staged, sh.staging, sh.keys,
+                                         sh.valid, first, lane);
+      __syncwarp();
+      if (next < tile_end) {
+        staged = next_entries.extra ? stage_warp_records<S::kDecodeTokens>(a.extra, next_slot, sh.staging, first, lane)
+                                    : stage_warp_records<S::kDecodeTokens>(a.main, next_slot, sh.staging, first, lane);
+      }
+    } else if (entries.extra) {
+      load_warp_keys<S::kDecodeTokens>(a.extra, slot, sh.keys, sh.valid, first, lane);
+    } else {
+      load_warp_keys<S::kDecodeTokens>(a.main, slot, sh.keys, sh.valid, first, lane);
     }
     tile = next;
     entries = next_entries;
+    slot = next_slot;
     next = live_tile(a, tile + 1, tile_end, main_entries, extra_entries);
     next_entries = tile_entries(a, next, main_entries, extra_entries);
     next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);

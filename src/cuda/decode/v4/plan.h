@@ -18,8 +18,9 @@ inline constexpr int kMaxSplits = 64;
 /// two up to 32, four beyond (a block of 64 heads decodes each key once for all of them).
 inline int groups_for(std::int64_t heads) { return heads > 32 ? 4 : heads > 16 ? 2 : 1; }
 
-/// Blocks an SM holds at once: one (the shared storage: ~129 KB with one group, ~199 KB with four).
-inline int blocks_per_sm(int /*groups*/) { return 1; }
+/// Blocks an SM holds at once (kernel.cuh's Shape::kBlocksPerSm): two of one
+/// group (~90 KB of shared storage each), one of more (160-199 KB, staging).
+inline int blocks_per_sm(int groups) { return groups == 1 ? 2 : 1; }
 
 /// Tiles of kTileTokens entries of a key set of `topk` entries.
 inline std::int64_t tiles_of(std::int64_t topk) { return (topk + kTileTokens - 1) / kTileTokens; }
