@@ -45,23 +45,25 @@ inline constexpr int kStageScales = 576;
 inline constexpr int kStagePitch = kStageScales + 32;
 
 /// kGroups groups of 16 heads; 8 warps a group (4 with four groups), each
-/// scoring kScoreTokens keys and accumulating kWarpDims output dims of its
-/// group's heads, and decoding kDecodeTokens of the tile's keys.
+/// scoring kScoreTokens keys over half the dims and accumulating kWarpDims
+/// output dims of its group's heads, and decoding kDecodeTokens of the tile's keys.
 template <int kGroups>
 struct Shape {
   static constexpr int kHeads = 16 * kGroups;
   static constexpr int kWarpsPerGroup = kGroups == 4 ? 4 : 8;
   static constexpr int kWarps = kGroups * kWarpsPerGroup;
   static constexpr int kThreads = kWarps * kWarpSize;
-  static constexpr int kScoreTokens = kTileTokens / kWarpsPerGroup;
+  static constexpr int kDimSplit = 2;                           // a group's warps split the scores' dims in two
+  static constexpr int kKeyWarps = kWarpsPerGroup / kDimSplit;  // and the keys among the rest
+  static constexpr int kScoreTokens = kTileTokens / kKeyWarps;
   static constexpr int kWarpDims = kDims / kWarpsPerGroup;
   static constexpr int kDecodeTokens = kTileTokens / kWarps;
   static constexpr int kSoftmaxThreads = kThreads / kHeads;  // threads sharing a head's softmax
   static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
-  // One group: two blocks an SM (90 KB of shared storage each) loading each
+  // One group: two blocks an SM (95 KB of shared storage each) loading each
   // tile's records straight into registers, which measured faster than one
   // block staging them (H200, bench/results/h200-92d7ca4-v4-decode.txt); more
-  // groups: one block staging the next tile's records (160-199 KB).
+  // groups: one block staging the next tile's records (139-217 KB).
   static constexpr bool kStaged = kGroups > 1;
   static constexpr int kBlocksPerSm = kStaged ? 1 : 2;  // plan.h's blocks_per_sm
   static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 4 == 0 && kWarpDims % 16 == 0, "shape does not tile");
@@ -73,7 +75,7 @@ struct Storage {
   alignas(16) std::uint16_t q[kHeads][kKeyPitch];
   alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
   alignas(16) std::uint8_t staging[kGroups > 1 ? kTileTokens : 1][kStagePitch];  // the next tile's records
-  alignas(16) float scores[kHeads][kScorePitch];
+  alignas(16) float scores[Shape<kGroups>::kDimSplit][kHeads][kScorePitch];      // partial scores of the dim splits
   alignas(16) std::uint16_t probs[kHeads][kProbPitch];
   float row_max[kHeads];  // log2 domain
   float row_sum[kHeads];
@@ -295,47 +297,46 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
     next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);
     __syncthreads();
 
-    // Scores of this warp's 16 heads x its keys.
-    // Two accumulator chains (even and odd 16-dim steps), so one mma need not wait for the last.
-    const int key0 = part * S::kScoreTokens;
-    float s[kScoreTiles][4] = {};
-    float s_odd[kScoreTiles][4] = {};
+    // Partial scores of this warp's 16 heads x its kScoreTokens keys over its
+    // kDims / kDimSplit dims (the softmax adds the kDimSplit partials): each
+    // query fragment loaded serves kScoreTiles mma, and a warp's chain is
+    // kDims / kDimSplit / 16 steps long, in kChains independent accumulator sets.
+    {
+      constexpr int kChains = kScoreTiles >= 4 ? 1 : 2;
+      constexpr int kSteps = kDims / S::kDimSplit / 16;
+      const int key0 = (part % S::kKeyWarps) * S::kScoreTokens;
+      const int dim_split = part / S::kKeyWarps;
+      const int k_first = dim_split * (kDims / S::kDimSplit);
+      float s[kChains][kScoreTiles][4] = {};
 #pragma unroll 4
-    for (int k0 = 0; k0 < kDims; k0 += 32) {
-#pragma unroll
-      for (int step = 0; step < 2; ++step) {
-        const int k = k0 + 16 * step;
-        float(&acc_s)[kScoreTiles][4] = step == 0 ? s : s_odd;
+      for (int step = 0; step < kSteps; ++step) {
+        const int k = k_first + 16 * step;
+        float(&chain)[kScoreTiles][4] = s[step % kChains];
         std::uint32_t qa[4];
         ldmatrix_x4(qa, &sh.q[q_row][k + 8 * (lane / 16)]);
-        if constexpr (kScoreTiles == 1) {
-          std::uint32_t b[2];
-          ldmatrix_x2(b, &sh.keys[key0 + lane % 8][k + 8 * ((lane / 8) % 2)]);
-          mma_bf16_16816(acc_s[0], qa, b[0], b[1]);
-        } else {
 #pragma unroll
-          for (int np = 0; np < kScoreTiles / 2; ++np) {
-            std::uint32_t b[4];
-            ldmatrix_x4(b, &sh.keys[key0 + 16 * np + 8 * (lane / 16) + lane % 8][k + 8 * ((lane / 8) % 2)]);
-            mma_bf16_16816(acc_s[2 * np], qa, b[0], b[1]);
-            mma_bf16_16816(acc_s[2 * np + 1], qa, b[2], b[3]);
-          }
+        for (int np = 0; np < kScoreTiles / 2; ++np) {
+          std::uint32_t b[4];
+          ldmatrix_x4(b, &sh.keys[key0 + 16 * np + 8 * (lane / 16) + lane % 8][k + 8 * ((lane / 8) % 2)]);
+          mma_bf16_16816(chain[2 * np], qa, b[0], b[1]);
+          mma_bf16_16816(chain[2 * np + 1], qa, b[2], b[3]);
         }
       }
-    }
 #pragma unroll
-    for (int nt = 0; nt < kScoreTiles; ++nt) {
+      for (int nt = 0; nt < kScoreTiles; ++nt) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) s[nt][j] += s_odd[nt][j];
-    }
+        for (int j = 0; j < 2; ++j) {
+          const int col = key0 + 8 * nt + pair + j;
+          float low = s[0][nt][j];
+          float high = s[0][nt][2 + j];
 #pragma unroll
-    for (int nt = 0; nt < kScoreTiles; ++nt) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int col = key0 + 8 * nt + pair + j;
-        const bool ok = sh.valid[col] != 0;
-        sh.scores[16 * head_group + group][col] = ok ? s[nt][j] * score_scale : -INFINITY;
-        sh.scores[16 * head_group + group + 8][col] = ok ? s[nt][2 + j] * score_scale : -INFINITY;
+          for (int c = 1; c < kChains; ++c) {
+            low += s[c][nt][j];
+            high += s[c][nt][2 + j];
+          }
+          sh.scores[dim_split][16 * head_group + group][col] = low;
+          sh.scores[dim_split][16 * head_group + group + 8][col] = high;
+        }
       }
     }
     __syncthreads();
@@ -350,7 +351,11 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
       float tile_max = -INFINITY;
 #pragma unroll
       for (int j = 0; j < kV; ++j) {
-        v[j] = sh.scores[h][slice * kV + j];
+        const int col = slice * kV + j;
+        float dot = sh.scores[0][h][col];
+#pragma unroll
+        for (int d = 1; d < S::kDimSplit; ++d) dot += sh.scores[d][h][col];
+        v[j] = sh.valid[col] != 0 ? dot * score_scale : -INFINITY;
         tile_max = fmaxf(tile_max, v[j]);
       }
       tile_max = warp_group_max<kT>(tile_max);
