@@ -53,7 +53,11 @@ struct Shape {
   static constexpr int kWarpsPerGroup = kGroups == 4 ? 4 : 8;
   static constexpr int kWarps = kGroups * kWarpsPerGroup;
   static constexpr int kThreads = kWarps * kWarpSize;
-  static constexpr int kDimSplit = 2;                           // a group's warps split the scores' dims in two
+  // Eight warps a group split the scores' dims in two (H200: 3-5 % faster at
+  // H = 8 / 16 than each scoring 8 keys over all dims); four score 16 keys
+  // each over all dims (1 % faster at H = 64 / 128 than 32 keys over half:
+  // bench/results/h200-cdb71b7-v4-decode.txt).
+  static constexpr int kDimSplit = kGroups == 4 ? 1 : 2;
   static constexpr int kKeyWarps = kWarpsPerGroup / kDimSplit;  // and the keys among the rest
   static constexpr int kScoreTokens = kTileTokens / kKeyWarps;
   static constexpr int kWarpDims = kDims / kWarpsPerGroup;
