@@ -251,19 +251,6 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
   const std::int64_t main_entries = params::clamped_entries(a.main.topk_len, a.main.topk, row);
   const std::int64_t extra_entries = params::clamped_entries(a.extra.topk_len, a.extra.topk, row);
 
-  // The block's query heads (zeros past H), 16 bytes at a time.
-  constexpr int kQueryChunks = kDims / 8;
-#pragma unroll 8
-  for (int c = tid; c < S::kHeads * kQueryChunks; c += S::kThreads) {
-    const int h = c / kQueryChunks;
-    const int j = c % kQueryChunks;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (head0 + h < p.heads) {
-      v = __ldg(reinterpret_cast<const uint4*>(p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems) +
-                j);
-    }
-    reinterpret_cast<uint4*>(sh.q[h])[j] = v;
-  }
   if (tid < S::kHeads) {
     sh.row_max[tid] = -INFINITY;
     sh.row_sum[tid] = 0.0f;
@@ -283,6 +270,17 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
   int tile = live_tile(a, tile_begin, tile_end, main_entries, extra_entries);
   TileEntries entries = tile_entries(a, tile, main_entries, extra_entries);
   std::int64_t slot = warp_slot<S::kDecodeTokens>(a, row, tile, tile_end, entries, first, lane);
+  // The block's query heads (zeros past H), copied (cp.async) while the first tile's slots and records load.
+  constexpr int kQueryChunks = kDims / 8;
+#pragma unroll 4
+  for (int c = tid; c < S::kHeads * kQueryChunks; c += S::kThreads) {
+    const int h = c / kQueryChunks;
+    const int j = c % kQueryChunks;
+    const bool live = head0 + h < p.heads;
+    const std::uint16_t* src = live ? p.q + row * p.q_stride_row_elems + (head0 + h) * p.q_stride_head_elems : p.q;
+    copy_async16_or_zero(&sh.q[h][8 * j], reinterpret_cast<const uint4*>(src) + (live ? j : 0), live);
+  }
+  copy_async_commit();
   unsigned staged = 0;
   if constexpr (S::kStaged) {
     staged = entries.extra ? stage_warp_records<S::kDecodeTokens>(a.extra, slot, sh.staging, first, lane)
@@ -319,6 +317,7 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
     next = live_tile(a, tile + 1, tile_end, main_entries, extra_entries);
     next_entries = tile_entries(a, next, main_entries, extra_entries);
     next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);
+    if constexpr (!S::kStaged) copy_async_wait_all();  // the query (the first tile)
     __syncthreads();
 
     // Partial scores of this warp's 16 heads x its kScoreTokens keys over its
@@ -436,6 +435,8 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
     }
     __syncthreads();  // the next tile's keys overwrite these
   }
+
+  copy_async_wait_all();  // no copy outlives the block (one without a tile issued the query's)
 
   // Epilogue: rows `group` and `group + 8` of this warp's heads and dims.
   const int dim0 = part * S::kWarpDims;
