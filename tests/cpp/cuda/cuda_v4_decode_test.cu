@@ -228,6 +228,7 @@ TEST(cuda_v4_decode, a_v41_engine_pairs_an_mxfp8_main_cache_with_an_fp4_extra_ca
       {kV41, kFp4, 128, 128, 1024, true, true, 0},
       {kV41Planar, kFp4Planar, 16, 64, 1024, false, true, 6},
       {kV4, kFp4, 64, 1, 64, true, false, 0},
+      {kV41, kFp4, 24, 128, 512, true, true, 0},  // the kernel of two head groups (17 to 32 heads)
   };
   std::uint64_t seed = 2000;
   for (const Case& c : cases) check_case(c, seed += 10);
