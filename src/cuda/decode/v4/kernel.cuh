@@ -206,22 +206,6 @@ __device__ __forceinline__ void load_warp_keys(const KeySet& set, std::int64_t s
   if (lane < kTokens) valid_out[first + lane] = (valid >> lane & 1u) != 0 ? 1 : 0;
 }
 
-/// Asks L2 for the records of the warp's keys of the next tile (lane t <
-/// kTokens: token t's data row and scale row), so that their loads, a tile
-/// later, wait for L2 rather than for memory.
-__device__ __forceinline__ void prefetch_warp_records(const KeySet& set, std::int64_t slot) {
-  if (!params::slot_in_range(set.cache, slot)) return;  // also every lane past kTokens (slot -1)
-  const params::PagePosition at = params::page_position(set.cache, slot);
-  const std::uint8_t* data = params::field_address(set.cache, at, format::kDataRegion, 0);
-  const int bytes = data_row_bytes(set.coding);
-#pragma unroll 1
-  for (int offset = 0; offset < bytes; offset += 128) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(data + offset));
-  }
-  asm volatile(
-      "prefetch.global.L2 [%0];" ::"l"(params::field_address(set.cache, at, set.scale_region, set.scale_offset)));
-}
-
 /// The sink factor of `head` for a head total `lse` (params::sink_factor, read through the cache).
 __device__ __forceinline__ float head_sink_factor(const params::SparseDecodeParams& p, std::int64_t head, float lse) {
   if (p.attn_sink == nullptr) return 1.0f;
@@ -310,10 +294,6 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
     tile = next;
     entries = next_entries;
     slot = next_slot;
-    if constexpr (!S::kStaged) {
-      if (tile < tile_end && entries.extra) prefetch_warp_records(a.extra, slot);
-      if (tile < tile_end && !entries.extra) prefetch_warp_records(a.main, slot);
-    }
     next = live_tile(a, tile + 1, tile_end, main_entries, extra_entries);
     next_entries = tile_entries(a, next, main_entries, extra_entries);
     next_slot = warp_slot<S::kDecodeTokens>(a, row, next, tile_end, next_entries, first, lane);
