@@ -2,13 +2,14 @@
 // The DeepSeek V4 family's sparse decode: a block owns one query row and 16,
 // 32 or 64 heads (one to four mma M tiles of 16) and walks its split of the
 // row's tiles: the main cache's tiles of 64 entries, then the extra cache's.
-// Each warp owns kDecodeTokens entries of every tile: it copies their data and
-// scale rows (cp.async) into its rows of a staging buffer one tile ahead, so
-// the next tile's records are in flight while the block computes the current
-// one, and decodes its staged rows into the bf16 key tile (a lane a 16-value
-// slice of a key: record_lanes.cuh). The block then computes the scores with
-// bf16 mma.sync, updates the online softmax, and adds P x V with the same keys
-// as values (all 512 values).
+// Each warp owns kDecodeTokens entries of every tile and decodes them into the
+// bf16 key tile (a lane a 16-value slice of a key: record_lanes.cuh): up to 16
+// heads (two blocks an SM) from their bytes loaded into registers, beyond (one
+// block an SM) from its own rows of a staging buffer into which it copied
+// (cp.async) their data and scale rows one tile ahead, so that the next tile's
+// records are in flight while the block computes the current one. The block
+// then computes the scores with bf16 mma.sync, updates the online softmax, and
+// adds P x V with the same keys as values (all 512 values).
 // The epilogue scales each head by its sink factor, or writes a float32
 // partial to the workspace that merge_kernel combines (and scales).
 #pragma once
@@ -45,18 +46,19 @@ inline constexpr int kStageScales = 576;
 inline constexpr int kStagePitch = kStageScales + 32;
 
 /// kGroups groups of 16 heads; 8 warps a group (4 with four groups), each
-/// scoring kScoreTokens keys over half the dims and accumulating kWarpDims
-/// output dims of its group's heads, and decoding kDecodeTokens of the tile's keys.
+/// scoring kScoreTokens keys over kDims / kDimSplit dims and accumulating
+/// kWarpDims output dims of its group's heads, and decoding kDecodeTokens of
+/// the tile's keys. Why these choices, and what the others measured:
+/// docs/kernel_history.md ("The DeepSeek V4 family's decode").
 template <int kGroups>
 struct Shape {
   static constexpr int kHeads = 16 * kGroups;
   static constexpr int kWarpsPerGroup = kGroups == 4 ? 4 : 8;
   static constexpr int kWarps = kGroups * kWarpsPerGroup;
   static constexpr int kThreads = kWarps * kWarpSize;
-  // Eight warps a group split the scores' dims in two (H200: 3-5 % faster at
-  // H = 8 / 16 than each scoring 8 keys over all dims); four score 16 keys
-  // each over all dims (1 % faster at H = 64 / 128 than 32 keys over half:
-  // bench/results/h200-cdb71b7-v4-decode.txt).
+  // Eight warps a group split the scores' dims in two (a query fragment then
+  // serves 4 mma, not 2, and a warp's chain is half as long); four score 16
+  // keys each over all dims (their fragment serves 4 mma already).
   static constexpr int kDimSplit = kGroups == 4 ? 1 : 2;
   static constexpr int kKeyWarps = kWarpsPerGroup / kDimSplit;  // and the keys among the rest
   static constexpr int kScoreTokens = kTileTokens / kKeyWarps;
@@ -65,9 +67,9 @@ struct Shape {
   static constexpr int kSoftmaxThreads = kThreads / kHeads;  // threads sharing a head's softmax
   static constexpr int kSoftmaxValues = kTileTokens / kSoftmaxThreads;
   // One group: two blocks an SM (95 KB of shared storage each) loading each
-  // tile's records straight into registers, which measured faster than one
-  // block staging them (H200, bench/results/h200-92d7ca4-v4-decode.txt); more
-  // groups: one block staging the next tile's records (139-217 KB).
+  // tile's records straight into registers (the second block's warps hide more
+  // than one block's staging); more groups: one block (161-200 KB) staging the
+  // next tile's records.
   static constexpr bool kStaged = kGroups > 1;
   static constexpr int kBlocksPerSm = kStaged ? 1 : 2;  // plan.h's blocks_per_sm
   static_assert(kDecodeTokens <= kWarpSize && kSoftmaxValues % 4 == 0 && kWarpDims % 16 == 0, "shape does not tile");
@@ -78,8 +80,8 @@ struct Storage {
   static constexpr int kHeads = 16 * kGroups;
   alignas(16) std::uint16_t q[kHeads][kKeyPitch];
   alignas(16) std::uint16_t keys[kTileTokens][kKeyPitch];
-  alignas(16) std::uint8_t staging[kGroups > 1 ? kTileTokens : 1][kStagePitch];  // the next tile's records
-  alignas(16) float scores[Shape<kGroups>::kDimSplit][kHeads][kScorePitch];      // partial scores of the dim splits
+  alignas(16) std::uint8_t staging[Shape<kGroups>::kStaged ? kTileTokens : 1][kStagePitch];  // the next tile's records
+  alignas(16) float scores[Shape<kGroups>::kDimSplit][kHeads][kScorePitch];  // partial scores of the dim splits
   alignas(16) std::uint16_t probs[kHeads][kProbPitch];
   float row_max[kHeads];  // log2 domain
   float row_sum[kHeads];
