@@ -27,7 +27,8 @@ std::vector<std::string> cuda_archs() {
 // records and block-planar pages, src/cpu/ and src/cuda/); the CPU's sparse
 // decode (the reference) reads every format, the DeepSeek V4 family's with its
 // sink and extra cache; the CUDA decode reads the token-major records of 512 +
-// 64 values. The prefill's rows are decode rows: it reads what the decode reads.
+// 64 values and every DeepSeek V4 family format (448 + 64: src/cuda/decode/v4/).
+// The prefill's rows are decode rows: it reads what the decode reads.
 bool supports(Format format, Backend backend, Operation operation) noexcept {
   if (backend == Backend::kCuda && !MLAKV_WITH_CUDA) return false;
   const FormatInfo& info = format_info(format);
@@ -38,6 +39,7 @@ bool supports(Format format, Backend backend, Operation operation) noexcept {
     case Operation::kDecode:
     case Operation::kPrefill:
       if (backend == Backend::kCpu) return true;
+      if (info.geometry.nope_dims != kLatentDim) return true;  // the DeepSeek V4 family (448 + 64)
       return info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == kLatentDim &&
              info.geometry.rope_dims == kRopeDim;
   }

@@ -13,6 +13,7 @@
 
 #include "cuda/attention_result.cuh"
 #include "cuda/cuda_backend.h"
+#include "cuda/decode/v4/launch.h"
 #include "cuda/key_fragment.cuh"
 #include "cuda/launch_decode_kernel.h"
 #include "cuda/mma.cuh"
@@ -718,11 +719,12 @@ std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads
       bytes = std::max(bytes, plan_workspace_bytes(plan, rows, heads));
     }
   }
-  return bytes;
+  return std::max(bytes, v4::decode_workspace_bytes(rows, heads, topk, device));  // the DeepSeek V4 decode's
 }
 
 cudaError_t sparse_mla_decode(const params::SparseDecodeParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
+  if (p.qk_dim == 512) return v4::launch_decode(p, stream);  // the DeepSeek V4 family: cuda/decode/v4/
   return codec::visit_codec(p.format, [&]<class Codec>(codec::Tag<Codec>) { return launch<Codec>(p, stream); });
 }
 
