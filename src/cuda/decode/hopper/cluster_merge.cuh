@@ -16,8 +16,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cuda/attention_result.cuh"
-#include "cuda/cluster.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/ptx/cluster.cuh"
 #include "params/attention_params.h"
 
 namespace mlakv::cuda::cluster_merge {

@@ -3,7 +3,7 @@
 // heads, one block of 16 or 32 whose products are transposed:
 // transposed_products.cuh) on Hopper (sm_90a) in tiles of 64 keys, for the
 // FP8 records and the NVFP4 ones without a per-token scale (that one takes
-// sparse_mla_decode_warpgroups.cuh's 32-key tiles, whose deeper pipeline
+// warpgroups_kernel.cuh's 32-key tiles, whose deeper pipeline
 // hides its slower decode). Three warpgroups hand work to each other
 // through mbarriers:
 //   - eight decoder warps (warpgroup 2's four, kDecoderWarpTokens records a
@@ -11,7 +11,7 @@
 //     a tile straight from global memory (the next tile's asked of L2 ahead)
 //     and decode them with the shared codecs into one of two bf16 key tiles
 //     (the readers' bf16 values, or for NVFP4 their fragment decode in
-//     warpgroup_io.cuh's order; zeros for an entry without a record); with
+//     io.cuh's order; zeros for an entry without a record); with
 //     crossover (a row's two blocks of 64 heads in a cluster) they decode
 //     this block's half of each tile and bulk-copy it into the peer's tile;
 //   - math warpgroup 0 scores a tile (64 heads x 64 keys x 576 dims), runs its
@@ -30,17 +30,17 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/attention_result.cuh"
-#include "cuda/bulk_copy.cuh"
-#include "cuda/cluster.cuh"
-#include "cuda/cluster_merge.cuh"
-#include "cuda/key_fragment.cuh"
-#include "cuda/sparse_mla_decode_wide_tiles.h"
-#include "cuda/transposed_products.cuh"
-#include "cuda/warp.cuh"
-#include "cuda/warpgroup_io.cuh"
-#include "cuda/warpgroup_math.cuh"
-#include "cuda/wgmma.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/decode/hopper/cluster_merge.cuh"
+#include "cuda/decode/hopper/io.cuh"
+#include "cuda/decode/hopper/math.cuh"
+#include "cuda/decode/hopper/shape.h"
+#include "cuda/decode/hopper/transposed_products.cuh"
+#include "cuda/decode/key_fragment.cuh"
+#include "cuda/ptx/bulk_copy.cuh"
+#include "cuda/ptx/cluster.cuh"
+#include "cuda/ptx/warp.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
@@ -665,7 +665,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 #else
-  __trap();  // launched only where the sm_90a code exists (kernel_for)
+  __trap();  // launched only where the sm_90a code exists (plan.cpp: kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
