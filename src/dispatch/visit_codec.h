@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Maps a runtime Format to its codec type: the one dispatch point that the CPU
-// loops and the CUDA launchers share. It sits above the codecs (which know no
-// Format) and the registry, and below the backends; its names stay in
-// mlakv::codec because what they select is a codec.
+// loops and the CUDA launchers share. It reads the format ids of
+// mlakv/vocabulary.h only (not the registry) and lists every one of them: a
+// format id it does not list fails to compile (kEveryFormatListed). It sits
+// above the codecs (which know no Format) and below the backends; its names
+// stay in mlakv::codec because what they select is a codec.
 #pragma once
 
+#include <cstdlib>
 #include <type_traits>
 
 #include "codec/fp8_ds_mla.h"
@@ -17,7 +20,6 @@
 #include "codec/nvfp4_ds_mla_v41.h"
 #include "codec/nvfp4_fp8_ds_mla.h"
 #include "codec/raw16.h"
-#include "mlakv/formats.h"
 #include "mlakv/vocabulary.h"
 
 namespace mlakv::codec {
@@ -30,12 +32,31 @@ struct Tag {
 /// Whether `format` stores DeepSeek V4's token (448 NoPE + 64 RoPE values,
 /// block-planar or token-major): its codec encodes and decodes a token in
 /// independent parts and is reached through visit_part_codec, never visit_codec.
-inline bool is_part_coded(Format format) { return format_info(format).geometry.nope_dims != format::kLatentDim; }
+constexpr bool is_part_coded(Format format) {
+  switch (format) {
+    case Format::kBf16:
+    case Format::kFp16:
+    case Format::kFp8E4m3:
+    case Format::kFp8DsMla:
+    case Format::kNvfp4DsMla:
+    case Format::kNvfp4DsMlaFp8Rope:
+    case Format::kNvfp4DsMlaFp8RopePts:
+    case Format::kNvfp4Fp8DsMla:
+      return false;
+    case Format::kFp8DsMlaV4:
+    case Format::kFp8DsMlaV41:
+    case Format::kNvfp4DsMlaV41:
+    case Format::kFp8DsMlaV41Planar:
+    case Format::kNvfp4DsMlaV41Planar:
+      return true;
+  }
+  std::abort();  // a value no format id names: not a constant expression (kEveryFormatListed)
+}
 
 /// Calls fn(Tag<Codec>{}) for the codec of a 512 + 64 `format` (callers
 /// dispatch the DeepSeek V4 family with visit_part_codec first).
 template <class Fn>
-decltype(auto) visit_codec(Format format, Fn&& fn) {
+constexpr decltype(auto) visit_codec(Format format, Fn&& fn) {
   switch (format) {
     case Format::kBf16:
       return fn(Tag<CodecBf16>{});
@@ -60,7 +81,7 @@ decltype(auto) visit_codec(Format format, Fn&& fn) {
     case Format::kNvfp4DsMlaV41Planar:
       break;  // the DeepSeek V4 family: visit_part_codec
   }
-  return fn(Tag<CodecBf16>{});  // unreachable: every token-major enumerator is handled above
+  std::abort();  // a part-coded format (its callers take visit_part_codec first) or a value no id names
 }
 
 /// Calls fn(Tag<Codec>{}) for the part codec of a DeepSeek V4 family
@@ -69,13 +90,53 @@ decltype(auto) visit_codec(Format format, Fn&& fn) {
 /// in Codec::kParts independent parts of Codec::kPartValues values each, the
 /// values of part p being [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
 template <class Fn>
-decltype(auto) visit_part_codec(Format format, Fn&& fn) {
-  if (format == Format::kFp8DsMlaV41) return fn(Tag<CodecFp8DsMlaV41>{});
-  if (format == Format::kNvfp4DsMlaV41) return fn(Tag<CodecNvfp4DsMlaV41>{});
-  if (format == Format::kFp8DsMlaV41Planar) return fn(Tag<CodecFp8DsMlaV41Planar>{});
-  if (format == Format::kNvfp4DsMlaV41Planar) return fn(Tag<CodecNvfp4DsMlaV41Planar>{});
-  return fn(Tag<CodecFp8DsMlaV4>{});
+constexpr decltype(auto) visit_part_codec(Format format, Fn&& fn) {
+  switch (format) {
+    case Format::kFp8DsMlaV4:
+      return fn(Tag<CodecFp8DsMlaV4>{});
+    case Format::kFp8DsMlaV41:
+      return fn(Tag<CodecFp8DsMlaV41>{});
+    case Format::kNvfp4DsMlaV41:
+      return fn(Tag<CodecNvfp4DsMlaV41>{});
+    case Format::kFp8DsMlaV41Planar:
+      return fn(Tag<CodecFp8DsMlaV41Planar>{});
+    case Format::kNvfp4DsMlaV41Planar:
+      return fn(Tag<CodecNvfp4DsMlaV41Planar>{});
+    case Format::kBf16:
+    case Format::kFp16:
+    case Format::kFp8E4m3:
+    case Format::kFp8DsMla:
+    case Format::kNvfp4DsMla:
+    case Format::kNvfp4DsMlaFp8Rope:
+    case Format::kNvfp4DsMlaFp8RopePts:
+    case Format::kNvfp4Fp8DsMla:
+      break;  // a 512 + 64 record: visit_codec
+  }
+  std::abort();  // a whole-token format (its callers take visit_codec) or a value no id names
 }
+
+/// The format ids: vocabulary.h's record_bytes sizes each one and gives 0
+/// past the last (the enumerators run from 0 without gaps).
+constexpr int format_id_count() {
+  int count = 0;
+  while (record_bytes(static_cast<Format>(count)) != 0) ++count;
+  return count;
+}
+
+/// Every format id reaches a codec: is_part_coded and the visit it names
+/// are constant expressions for each id only if their switches list it (an
+/// unlisted id reaches std::abort, which is not).
+constexpr bool every_format_listed() {
+  for (int id = 0; id < format_id_count(); ++id) {
+    const Format format = static_cast<Format>(id);
+    const auto record_bytes_of = []<class Codec>(Tag<Codec>) { return Codec::Spec::kRecordBytes; };
+    const int bytes =
+        is_part_coded(format) ? visit_part_codec(format, record_bytes_of) : visit_codec(format, record_bytes_of);
+    if (bytes != record_bytes(format)) return false;
+  }
+  return true;
+}
+static_assert(every_format_listed(), "a format id of mlakv/vocabulary.h without its codec here, or with another's");
 
 /// Calls fn(std::integral_constant<InputDtype, D>{}) for a runtime input dtype.
 template <class Fn>
