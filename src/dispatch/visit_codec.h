@@ -2,7 +2,7 @@
 // Maps a runtime Format to its codec type: the one dispatch point that the CPU
 // loops and the CUDA launchers share. It reads the format ids of
 // mlakv/vocabulary.h only (not the registry) and lists every one of them: a
-// format id it does not list fails to compile (kEveryFormatListed). It sits
+// format id it does not list fails to compile (every_format_listed). It sits
 // above the codecs (which know no Format) and below the backends; its names
 // stay in mlakv::codec because what they select is a codec.
 #pragma once
@@ -50,7 +50,7 @@ constexpr bool is_part_coded(Format format) {
     case Format::kNvfp4DsMlaV41Planar:
       return true;
   }
-  std::abort();  // a value no format id names: not a constant expression (kEveryFormatListed)
+  std::abort();  // a value no format id names: not a constant expression (every_format_listed)
 }
 
 /// Calls fn(Tag<Codec>{}) for the codec of a 512 + 64 `format` (callers
@@ -74,12 +74,8 @@ constexpr decltype(auto) visit_codec(Format format, Fn&& fn) {
       return fn(Tag<CodecNvfp4DsMlaFp8RopePts>{});
     case Format::kNvfp4Fp8DsMla:
       return fn(Tag<CodecNvfp4Fp8DsMla>{});
-    case Format::kFp8DsMlaV4:
-    case Format::kFp8DsMlaV41:
-    case Format::kNvfp4DsMlaV41:
-    case Format::kFp8DsMlaV41Planar:
-    case Format::kNvfp4DsMlaV41Planar:
-      break;  // the DeepSeek V4 family: visit_part_codec
+    default:
+      break;  // the DeepSeek V4 family (visit_part_codec), checked by every_format_listed
   }
   std::abort();  // a part-coded format (its callers take visit_part_codec first) or a value no id names
 }
@@ -102,15 +98,8 @@ constexpr decltype(auto) visit_part_codec(Format format, Fn&& fn) {
       return fn(Tag<CodecFp8DsMlaV41Planar>{});
     case Format::kNvfp4DsMlaV41Planar:
       return fn(Tag<CodecNvfp4DsMlaV41Planar>{});
-    case Format::kBf16:
-    case Format::kFp16:
-    case Format::kFp8E4m3:
-    case Format::kFp8DsMla:
-    case Format::kNvfp4DsMla:
-    case Format::kNvfp4DsMlaFp8Rope:
-    case Format::kNvfp4DsMlaFp8RopePts:
-    case Format::kNvfp4Fp8DsMla:
-      break;  // a 512 + 64 record: visit_codec
+    default:
+      break;  // a 512 + 64 record (visit_codec), checked by every_format_listed
   }
   std::abort();  // a whole-token format (its callers take visit_codec) or a value no id names
 }

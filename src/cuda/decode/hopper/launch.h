@@ -12,23 +12,22 @@
 
 namespace mlakv::cuda::warpgroups {
 
-/// Launches the 32-key decode of `p` as `plan` says (blocks of 64 heads per
-/// row, plan.splits of them): with more than one split it writes the
-/// workspace partials the split-merge kernel combines.
-template <class Codec>
+/// Launches the 32-key decode of `p` (built for the NVFP4 records) as `plan`
+/// says (blocks of 64 heads per row, plan.splits of them): with more than
+/// one split it writes the workspace partials the split-merge kernel combines.
 cudaError_t launch(const params::SparseDecodeParams& p, const DecodePlan& plan, int device, cudaStream_t stream);
 
 }  // namespace mlakv::cuda::warpgroups
 
 namespace mlakv::cuda::wide_tiles {
 
-/// Launches the 64-key decode of `p` as `plan` says: blocks of 64 heads
+/// Launches the 64-key decode of `p` (built for the records of up to 656
+/// bytes; the per-token-scaled one with crossover only) as `plan` says: blocks of 64 heads
 /// (kWideTiles; rows of an even number of them in clusters of two:
 /// crossover) or plan.block_heads heads with the products transposed
 /// (kTransposedProducts). With more than one split a row's splits merge in
 /// their cluster where it fits (`merged` is then set), else they write the
 /// workspace partials the split-merge kernel combines.
-template <class Codec>
 cudaError_t launch(const params::SparseDecodeParams& p, const DecodePlan& plan, int device, cudaStream_t stream,
                    bool& merged);
 

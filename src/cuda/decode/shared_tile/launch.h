@@ -9,9 +9,9 @@
 
 namespace mlakv::cuda::shared_tile {
 
-/// Launches the decode of `p` as `plan` says: with more than one split its
-/// blocks write the workspace partials the split-merge kernel combines.
-template <class Codec>
+/// Launches the decode of `p` (built for every 512 + 64 record) as `plan` says:
+/// with more than one split its blocks write the workspace partials the
+/// split-merge kernel combines.
 cudaError_t launch(const params::SparseDecodeParams& p, const DecodePlan& plan, int device, cudaStream_t stream);
 
 }  // namespace mlakv::cuda::shared_tile
