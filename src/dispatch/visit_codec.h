@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Maps a runtime Format to its codec type: the one dispatch point that the CPU
-// loops and the CUDA launchers share. It reads the format ids of
-// mlakv/vocabulary.h only (not the registry) and lists every one of them: a
-// format id it does not list fails to compile (every_format_listed). It sits
+// loops and the CUDA launchers share. One switch over the format ids of
+// mlakv/vocabulary.h (not the registry) lists each one's codec: an id it
+// does not list fails to compile (every_format_listed). It sits
 // above the codecs (which know no Format) and below the backends; its names
 // stay in mlakv::codec because what they select is a codec.
 #pragma once
@@ -29,34 +29,17 @@ struct Tag {
   using type = T;
 };
 
-/// Whether `format` stores DeepSeek V4's token (448 NoPE + 64 RoPE values,
-/// block-planar or token-major): its codec encodes and decodes a token in
-/// independent parts and is reached through visit_part_codec, never visit_codec.
-constexpr bool is_part_coded(Format format) {
-  switch (format) {
-    case Format::kBf16:
-    case Format::kFp16:
-    case Format::kFp8E4m3:
-    case Format::kFp8DsMla:
-    case Format::kNvfp4DsMla:
-    case Format::kNvfp4DsMlaFp8Rope:
-    case Format::kNvfp4DsMlaFp8RopePts:
-    case Format::kNvfp4Fp8DsMla:
-      return false;
-    case Format::kFp8DsMlaV4:
-    case Format::kFp8DsMlaV41:
-    case Format::kNvfp4DsMlaV41:
-    case Format::kFp8DsMlaV41Planar:
-    case Format::kNvfp4DsMlaV41Planar:
-      return true;
-  }
-  std::abort();  // a value no format id names: not a constant expression (every_format_listed)
-}
+/// Whether Codec encodes and decodes a token in independent parts: DeepSeek
+/// V4's token (448 NoPE + 64 RoPE values, block-planar or token-major).
+template <class Codec>
+inline constexpr bool kPartCodec = requires {
+  Codec::kParts;
+};
 
-/// Calls fn(Tag<Codec>{}) for the codec of a 512 + 64 `format` (callers
-/// dispatch the DeepSeek V4 family with visit_part_codec first).
+/// Calls fn(Tag<Codec>{}) for the codec of any `format`: the one switch over
+/// the format ids (every_format_listed checks that it lists each one).
 template <class Fn>
-constexpr decltype(auto) visit_codec(Format format, Fn&& fn) {
+constexpr decltype(auto) visit_format_codec(Format format, Fn&& fn) {
   switch (format) {
     case Format::kBf16:
       return fn(Tag<CodecBf16>{});
@@ -74,20 +57,6 @@ constexpr decltype(auto) visit_codec(Format format, Fn&& fn) {
       return fn(Tag<CodecNvfp4DsMlaFp8RopePts>{});
     case Format::kNvfp4Fp8DsMla:
       return fn(Tag<CodecNvfp4Fp8DsMla>{});
-    default:
-      break;  // the DeepSeek V4 family (visit_part_codec), checked by every_format_listed
-  }
-  std::abort();  // a part-coded format (its callers take visit_part_codec first) or a value no id names
-}
-
-/// Calls fn(Tag<Codec>{}) for the part codec of a DeepSeek V4 family
-/// `format`. A part codec writes and reads a token's data row and scale row
-/// (Codec::kDataRow, Codec::kScaleRow: their region and offset in the page)
-/// in Codec::kParts independent parts of Codec::kPartValues values each, the
-/// values of part p being [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
-template <class Fn>
-constexpr decltype(auto) visit_part_codec(Format format, Fn&& fn) {
-  switch (format) {
     case Format::kFp8DsMlaV4:
       return fn(Tag<CodecFp8DsMlaV4>{});
     case Format::kFp8DsMlaV41:
@@ -98,10 +67,47 @@ constexpr decltype(auto) visit_part_codec(Format format, Fn&& fn) {
       return fn(Tag<CodecFp8DsMlaV41Planar>{});
     case Format::kNvfp4DsMlaV41Planar:
       return fn(Tag<CodecNvfp4DsMlaV41Planar>{});
-    default:
-      break;  // a 512 + 64 record (visit_codec), checked by every_format_listed
   }
-  std::abort();  // a whole-token format (its callers take visit_codec) or a value no id names
+  std::abort();  // a value no format id names: not a constant expression (every_format_listed)
+}
+
+/// Whether `format` stores DeepSeek V4's token: its codec is reached through
+/// visit_part_codec, never visit_codec.
+constexpr bool is_part_coded(Format format) {
+  return visit_format_codec(format, []<class Codec>(Tag<Codec>) { return kPartCodec<Codec>; });
+}
+
+/// Calls fn(Tag<Codec>{}) for the codec of a 512 + 64 `format` (callers
+/// dispatch the DeepSeek V4 family with visit_part_codec first: a part-coded
+/// format here is a caller's error, and aborts).
+template <class Fn>
+constexpr decltype(auto) visit_codec(Format format, Fn&& fn) {
+  using Result = decltype(fn(Tag<CodecBf16>{}));
+  return visit_format_codec(format, [&]<class Codec>(Tag<Codec> tag) -> Result {
+    if constexpr (kPartCodec<Codec>) {
+      std::abort();
+    } else {
+      return fn(tag);
+    }
+  });
+}
+
+/// Calls fn(Tag<Codec>{}) for the part codec of a DeepSeek V4 family
+/// `format`. A part codec writes and reads a token's data row and scale row
+/// (Codec::kDataRow, Codec::kScaleRow: their region and offset in the page)
+/// in Codec::kParts independent parts of Codec::kPartValues values each, the
+/// values of part p being [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
+/// A 512 + 64 format here is a caller's error, and aborts.
+template <class Fn>
+constexpr decltype(auto) visit_part_codec(Format format, Fn&& fn) {
+  using Result = decltype(fn(Tag<CodecFp8DsMlaV4>{}));
+  return visit_format_codec(format, [&]<class Codec>(Tag<Codec> tag) -> Result {
+    if constexpr (kPartCodec<Codec>) {
+      return fn(tag);
+    } else {
+      std::abort();
+    }
+  });
 }
 
 /// The format ids: vocabulary.h's record_bytes sizes each one and gives 0
@@ -112,15 +118,13 @@ constexpr int format_id_count() {
   return count;
 }
 
-/// Every format id reaches a codec: is_part_coded and the visit it names
-/// are constant expressions for each id only if their switches list it (an
-/// unlisted id reaches std::abort, which is not).
+/// Every format id reaches a codec of its record size: a constant
+/// expression only if visit_format_codec lists each id (an unlisted one
+/// reaches std::abort, which is not).
 constexpr bool every_format_listed() {
   for (int id = 0; id < format_id_count(); ++id) {
     const Format format = static_cast<Format>(id);
-    const auto record_bytes_of = []<class Codec>(Tag<Codec>) { return Codec::Spec::kRecordBytes; };
-    const int bytes =
-        is_part_coded(format) ? visit_part_codec(format, record_bytes_of) : visit_codec(format, record_bytes_of);
+    const int bytes = visit_format_codec(format, []<class Codec>(Tag<Codec>) { return Codec::Spec::kRecordBytes; });
     if (bytes != record_bytes(format)) return false;
   }
   return true;
