@@ -156,8 +156,7 @@ struct StagedHead {
 /// from the parameters at each head, as before the staging existed: a
 /// destination object holding a reference to the parameters made the
 /// compiler reload the workspace address, rebuild every store's address and
-/// split each float2 store in two, 15-30 % of a call at H = 64 / 128,
-/// R = 4..16 (bench/results/h100-29ef764-cluster-merge.txt).
+/// split each float2 store in two (docs/kernel_history.md).
 template <Epilogue kEpilogue>
 __device__ __forceinline__ auto head_destination(const params::SparseDecodeParams& p, const StagedRows& staged,
                                                  std::int64_t split, std::int64_t row, std::int64_t head0,

@@ -309,11 +309,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     bulk_barrier_init_fence();
   }
   // A block of 16 heads has warpgroup 0 alone load its query (18 KB, which
-  // only its scores read) while the decoders already load their first tile:
-  // 2-4 % faster at R <= 16, within 1.5 % at R = 64 / 128 (H200,
-  // bench/results/h200-fa88aab-query-loads.txt).
-  // At 64 heads (72 KB, 36 loads a thread) that made warpgroup 0 later than
-  // the first tile (1-6 % slower), so there every thread loads it first.
+  // only its scores read) while the decoders already load their first tile;
+  // at 64 heads (72 KB, 36 loads a thread) that made warpgroup 0 later than
+  // the first tile, so there every thread loads it first (docs/kernel_history.md).
   constexpr bool kQueryByWarpgroup0 = kBlockHeads <= 16;
   if constexpr (!kQueryByWarpgroup0) {
     warpgroup_io::load_query<Codec, kThreads, kBlockHeads>(sh.q, p, row, head0, tid);
