@@ -1,4 +1,4 @@
-"""Per-phase medians (SM cycles) of FlashMLA's sparse decode from the FM lines of flashmla_clocks_patch.py."""
+"""Per-phase medians (SM cycles) of FlashMLA's sparse decode from the FM lines its clock stamps print (README.md)."""
 
 import statistics as st
 import sys

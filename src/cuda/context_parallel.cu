@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
-#include "cuda/warp.cuh"
+#include "cuda/ptx/warp.cuh"
 
 namespace mlakv::cuda {
 namespace {

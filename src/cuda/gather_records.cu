@@ -4,7 +4,7 @@
 // values with the shared codec and stores them as float32 or bf16. Rows
 // without a valid slot (-1, past capacity, past a sequence's length) are zeros.
 #include "cuda/cuda_backend.h"
-#include "cuda/warp.cuh"
+#include "cuda/ptx/warp.cuh"
 #include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda {

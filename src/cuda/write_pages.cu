@@ -8,7 +8,7 @@
 // stores, 8-byte for FP4), and the tiles' scale bytes go out as one
 // instruction of adjacent bytes.
 #include "cuda/cuda_backend.h"
-#include "cuda/warp.cuh"
+#include "cuda/ptx/warp.cuh"
 #include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda {

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "cuda/cuda_backend.h"
-#include "cuda/warp.cuh"
+#include "cuda/ptx/warp.cuh"
 #include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda {

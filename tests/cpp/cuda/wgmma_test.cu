@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "codec/element.h"
-#include "cuda/sparse_mla_decode_warpgroups.cuh"
-#include "cuda/sparse_mla_decode_wide_tiles.cuh"
-#include "cuda/transposed_products.cuh"
-#include "cuda/wgmma.cuh"
+#include "cuda/decode/hopper/transposed_products.cuh"
+#include "cuda/decode/hopper/warpgroups_kernel.cuh"
+#include "cuda/decode/hopper/wide_tiles_kernel.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "cuda_support.h"
 
 namespace mlakv::test {

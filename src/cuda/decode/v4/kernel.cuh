@@ -16,11 +16,11 @@
 
 #include <cstdint>
 
-#include "cuda/attention_result.cuh"
+#include "cuda/decode/attention_result.cuh"
 #include "cuda/decode/v4/plan.h"
 #include "cuda/decode/v4/record_lanes.cuh"
-#include "cuda/mma.cuh"
-#include "cuda/warp.cuh"
+#include "cuda/ptx/mma.cuh"
+#include "cuda/ptx/warp.cuh"
 #include "params/attention_params.h"
 
 namespace mlakv::cuda::v4 {

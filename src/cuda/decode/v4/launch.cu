@@ -4,7 +4,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/decode/v4/kernel.cuh"
 #include "cuda/decode/v4/launch.h"
-#include "cuda/launch_decode_kernel.h"
+#include "cuda/decode/launch_decode_kernel.h"
 #include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda::v4 {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "cuda/shared_address.cuh"
+#include "cuda/ptx/shared_address.cuh"
 
 namespace mlakv::cuda::cluster {
 

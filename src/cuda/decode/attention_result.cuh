@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where the sparse decode kernels put one head's result: the normalized bf16
 // output row and its lse, or, for one split of a row, a float32 partial row
-// and its lse in the caller's workspace, which the merge kernel combines.
-// Workspace layout: partial rows [splits, R, H, 512] float32, then their lse
-// [splits, R, H] float32.
+// and its lse in the caller's workspace (workspace.h), which the merge
+// kernel combines.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <cstdint>
 
 #include "codec/element.h"
+#include "cuda/decode/workspace.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
 
@@ -43,11 +43,6 @@ __device__ __forceinline__ BlockRange block_range(const params::SparseDecodePara
   const std::int64_t end =
       std::min<std::int64_t>(params::row_entries(p, row), begin + static_cast<std::int64_t>(units_per_split) * 64);
   return {row, (static_cast<std::int64_t>(blockIdx.x) % blocks_per_row) * kHeads, split, begin, end};
-}
-
-/// Byte offset of the partial lse in the workspace.
-__host__ __device__ inline std::int64_t lse_offset_bytes(std::int64_t splits, std::int64_t rows, std::int64_t heads) {
-  return splits * rows * heads * kValueDim * static_cast<std::int64_t>(sizeof(float));
 }
 
 /// lo and hi as bf16 bits, lo in the low half: encode_bf16 of each, in one
@@ -161,8 +156,7 @@ struct StagedHead {
 /// from the parameters at each head, as before the staging existed: a
 /// destination object holding a reference to the parameters made the
 /// compiler reload the workspace address, rebuild every store's address and
-/// split each float2 store in two, 15-30 % of a call at H = 64 / 128,
-/// R = 4..16 (bench/results/h100-29ef764-cluster-merge.txt).
+/// split each float2 store in two (docs/kernel_history.md).
 template <Epilogue kEpilogue>
 __device__ __forceinline__ auto head_destination(const params::SparseDecodeParams& p, const StagedRows& staged,
                                                  std::int64_t split, std::int64_t row, std::int64_t head0,

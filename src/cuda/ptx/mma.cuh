@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "cuda/shared_address.cuh"
+#include "cuda/ptx/shared_address.cuh"
 
 namespace mlakv::cuda {
 

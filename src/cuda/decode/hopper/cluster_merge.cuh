@@ -5,10 +5,8 @@
 // its lse) in its own shared memory, and after a cluster barrier each block
 // merges a slice of the heads' outputs, reading every split's staging through
 // distributed shared memory. No partial result reaches global memory and no
-// merge kernel runs: with the workspace and merge kernel, the partials'
-// stores and the merge took 17-32 % of the call at H >= 64, R = 16..64 (a
-// build without them was 1.2-1.47x faster:
-// bench/results/h100-29ef764-split-costs.txt). The arithmetic is the merge
+// merge kernel runs (what the partials' stores and the merge cost:
+// docs/kernel_history.md). The arithmetic is the merge
 // kernel's (MergedDims, attention_result.cuh), split by split in the same
 // order, so both give the same bits.
 #pragma once
@@ -16,8 +14,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cuda/attention_result.cuh"
-#include "cuda/cluster.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/ptx/cluster.cuh"
 #include "params/attention_params.h"
 
 namespace mlakv::cuda::cluster_merge {

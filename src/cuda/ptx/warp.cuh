@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-namespace mlakv::cuda {
+#include "cuda/ptx/warp_size.h"
 
-inline constexpr int kWarpSize = 32;
+namespace mlakv::cuda {
 
 /// A record (or staged row) in shared memory, aligned for 16-byte accesses.
 template <int kBytes>

@@ -29,34 +29,17 @@
 #include <cstdint>
 
 #include "codec/nvfp4_fragment.h"
-#include "cuda/attention_result.cuh"
-#include "cuda/bulk_copy.cuh"
-#include "cuda/key_fragment.cuh"
-#include "cuda/mma.cuh"
-#include "cuda/warp.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/decode/key_fragment.cuh"
+#include "cuda/decode/split_dims/shape.h"
+#include "cuda/ptx/bulk_copy.cuh"
+#include "cuda/ptx/mma.cuh"
+#include "cuda/ptx/warp.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
 
 namespace mlakv::cuda::split_dims {
-
-inline constexpr int kWarps = 8;
-inline constexpr int kThreads = kWarps * kWarpSize;
-inline constexpr int kTileTokens = 32;
-inline constexpr int kTokenTiles = kTileTokens / 8;          // mma N tiles of the scores
-inline constexpr int kLatentBlocks = 4;                      // a warp's 64 latent dims: 4 mma k-blocks of 16
-inline constexpr int kKeyBlocks = kLatentBlocks + 1;         // and one of RoPE (its 8 RoPE dims, the rest zero)
-inline constexpr int kPartialPitch = kTileTokens + 8;        // floats: a half warp's float2 stores hit 32 banks
-inline constexpr int kProbPitch = kTileTokens + 8;           // bf16: ldmatrix rows 80 bytes apart, no conflict
-inline constexpr int kWarpTokens = kTileTokens / kWarps;     // records a warp copies per tile
-inline constexpr int kBatchTiles = kWarpSize / kWarpTokens;  // tiles whose addresses a warp finds at once
-
-/// Ring depth: about 67-110 KB of records, so one block per SM keeps enough
-/// bytes in flight to cover the gather's DRAM latency.
-template <int kRecordBytes>
-inline constexpr int kStages = kRecordBytes <= 432   ? 6
-                               : kRecordBytes <= 656 ? 4
-                                                     : 3;
 
 template <int kGroups, int kRecordBytes>
 struct Storage {
@@ -115,13 +98,6 @@ __device__ __forceinline__ void issue_tile(const std::uint8_t* batch, int tile, 
               kRecordBytes, landed);
   }
 }
-
-/// Entries are walked in units of 64 (the split plan's unit), two tiles each.
-inline constexpr int kTilesPerUnit = 64 / kTileTokens;
-
-/// Blocks an SM holds: two of 16 heads (<= 128 registers a thread), one of 32.
-template <int kGroups>
-inline constexpr int kBlocksPerSm = kGroups == 1 ? 2 : 1;
 
 template <class Codec, int kGroups, bool kPartial>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm<kGroups>)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What both warpgroup decode kernels (sparse_mla_decode_warpgroups.cuh: 32-key
-// tiles; sparse_mla_decode_wide_tiles.cuh: 64-key tiles) read and write the
+// What both warpgroup decode kernels (warpgroups_kernel.cuh: 32-key
+// tiles; wide_tiles_kernel.cuh: 64-key tiles) read and write the
 // same way: a block's 64 query heads into shared memory and its output rows.
 // With NVFP4 keys (kFragmentDecode) the key tile holds each latent group's 16
 // dims in the order of codec::fragment_dim, times kKeyTileScale; the query's
@@ -10,10 +10,10 @@
 #include <cstdint>
 
 #include "codec/nvfp4_fragment.h"
-#include "cuda/attention_result.cuh"
-#include "cuda/key_fragment.cuh"
-#include "cuda/sparse_mla_decode_warpgroups.h"
-#include "cuda/wgmma.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/decode/hopper/shape.h"
+#include "cuda/decode/key_fragment.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
 

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "cuda/shared_address.cuh"
+#include "cuda/ptx/shared_address.cuh"
 
 namespace mlakv::cuda::wgmma {
 

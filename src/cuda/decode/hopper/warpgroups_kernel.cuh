@@ -22,14 +22,14 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cuda/attention_result.cuh"
-#include "cuda/bulk_copy.cuh"
-#include "cuda/key_fragment.cuh"
-#include "cuda/sparse_mla_decode_warpgroups.h"
-#include "cuda/warp.cuh"
-#include "cuda/warpgroup_io.cuh"
-#include "cuda/warpgroup_math.cuh"
-#include "cuda/wgmma.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/decode/hopper/io.cuh"
+#include "cuda/decode/hopper/math.cuh"
+#include "cuda/decode/hopper/shape.h"
+#include "cuda/decode/key_fragment.cuh"
+#include "cuda/ptx/bulk_copy.cuh"
+#include "cuda/ptx/warp.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
@@ -150,9 +150,6 @@ __device__ __forceinline__ void issue_scores(float (&latent)[16], float (&rope)[
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
-
-/// Entries are walked in units of 64 (the split plan's unit).
-inline constexpr int kTilesPerUnit = 64 / kTileTokens;
 
 template <class Codec, bool kPartial>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -360,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   warpgroup_io::store_output<Codec, kPartial ? Epilogue::kWorkspace : Epilogue::kOutput>(
       p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup, r0, r1, c);
 #else
-  __trap();  // launched only where the sm_90a code exists (kernel_for)
+  __trap();  // launched only where the sm_90a code exists (plan.cpp: kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What both warpgroup decode kernels (sparse_mla_decode_warpgroups.cuh: 32-key
-// tiles; sparse_mla_decode_wide_tiles.cuh: 64-key tiles) compute the same way:
+// What both warpgroup decode kernels (warpgroups_kernel.cuh: 32-key
+// tiles; wide_tiles_kernel.cuh: 64-key tiles) compute the same way:
 // P x V on wgmma over a swizzled key tile read MN-major as values, and the
 // online softmax's small pieces (the wgmma ones sm_90a only).
 #pragma once
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cuda/wgmma.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "mlakv/vocabulary.h"
 
 namespace mlakv::cuda::warpgroup_math {

@@ -3,7 +3,7 @@
 // heads, one block of 16 or 32 whose products are transposed:
 // transposed_products.cuh) on Hopper (sm_90a) in tiles of 64 keys, for the
 // FP8 records and the NVFP4 ones without a per-token scale (that one takes
-// sparse_mla_decode_warpgroups.cuh's 32-key tiles, whose deeper pipeline
+// warpgroups_kernel.cuh's 32-key tiles, whose deeper pipeline
 // hides its slower decode). Three warpgroups hand work to each other
 // through mbarriers:
 //   - eight decoder warps (warpgroup 2's four, kDecoderWarpTokens records a
@@ -11,7 +11,7 @@
 //     a tile straight from global memory (the next tile's asked of L2 ahead)
 //     and decode them with the shared codecs into one of two bf16 key tiles
 //     (the readers' bf16 values, or for NVFP4 their fragment decode in
-//     warpgroup_io.cuh's order; zeros for an entry without a record); with
+//     io.cuh's order; zeros for an entry without a record); with
 //     crossover (a row's two blocks of 64 heads in a cluster) they decode
 //     this block's half of each tile and bulk-copy it into the peer's tile;
 //   - math warpgroup 0 scores a tile (64 heads x 64 keys x 576 dims), runs its
@@ -30,17 +30,17 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/attention_result.cuh"
-#include "cuda/bulk_copy.cuh"
-#include "cuda/cluster.cuh"
-#include "cuda/cluster_merge.cuh"
-#include "cuda/key_fragment.cuh"
-#include "cuda/sparse_mla_decode_wide_tiles.h"
-#include "cuda/transposed_products.cuh"
-#include "cuda/warp.cuh"
-#include "cuda/warpgroup_io.cuh"
-#include "cuda/warpgroup_math.cuh"
-#include "cuda/wgmma.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/decode/hopper/cluster_merge.cuh"
+#include "cuda/decode/hopper/io.cuh"
+#include "cuda/decode/hopper/math.cuh"
+#include "cuda/decode/hopper/shape.h"
+#include "cuda/decode/hopper/transposed_products.cuh"
+#include "cuda/decode/key_fragment.cuh"
+#include "cuda/ptx/bulk_copy.cuh"
+#include "cuda/ptx/cluster.cuh"
+#include "cuda/ptx/warp.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "dispatch/visit_codec.h"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
@@ -226,6 +226,163 @@ __device__ __forceinline__ void issue_scores(float (&scores)[32], const std::uin
   wgmma::fence_operands(scores);
   warpgroup_math::issue_over_query_dims<kQueryBlockBytes, kKeyBlockBytes>(
       q, keys, [&](int k, std::uint64_t a, std::uint64_t b) { wgmma::mma_64x64(scores, a, b, k > 0 ? 1 : 0); });
+}
+
+// The kernel's phases, each a role of a warpgroup: the decoders, the scores
+// and softmax, P x V, the epilogue. They are inlined into the kernel body
+// (which keeps the handshakes and the decode as lambdas) so that its sm_90a
+// code is what it was with them written inline.
+
+/// Warpgroup 2: each decoder warp's share of every tile (tokens from
+/// first_token + 4 kValueTokens + kDecoderTokens warp), then the cluster's end.
+template <Epilogue kEpilogue, bool kCrossover, int kValueTokens, int kDecoderTokens, class StartDecoder, class Decode,
+          class MergeInCluster>
+__device__ __forceinline__ void run_decoders(int first_token, int warp, int tiles, const StartDecoder& start_decoder,
+                                             const Decode& decode, const MergeInCluster& merge_in_cluster) {
+  warpgroup_math::keep_registers<kProducerRegisters>();
+  DecoderShare d{first_token + 4 * kValueTokens + kDecoderTokens * warp, kDecoderTokens};
+  start_decoder(d);
+#pragma unroll 1
+  for (int t = 0; t < tiles; ++t) decode.template operator()<kDecoderTokens / kRoundTokens>(d, t);
+  if constexpr (kEpilogue == Epilogue::kCluster) {
+    merge_in_cluster();
+  } else if constexpr (kCrossover) {
+    cluster::sync();  // the math warpgroups' last remote arrivals
+  }
+}
+
+/// Math warpgroup 1 of a block of 64 heads: P x V for dims 256..511 of each
+/// tile, between its decodes (value_warpgroup).
+template <int kBlockHeads, class ValueWarpgroup>
+__device__ __forceinline__ void add_values(Storage<kBlockHeads>& sh, float (&o)[128], int r0, int r1,
+                                           const ValueWarpgroup& value_warpgroup) {
+  warpgroup_math::keep_registers<kValueRegisters>();
+  value_warpgroup([&](int buffer) {
+    const float alpha0 = sh.alpha[r0];
+    const float alpha1 = sh.alpha[r1];
+    if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
+    warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
+  });
+}
+
+/// The same for a block of 16 or 32 heads (transposed products).
+template <int kBlockHeads, class ValueWarpgroup>
+__device__ __forceinline__ void add_values_transposed(Storage<kBlockHeads>& sh, float (&o)[4][kBlockHeads / 2], int c,
+                                                      const ValueWarpgroup& value_warpgroup) {
+  namespace tp = transposed_products;
+  constexpr int kN = kBlockHeads;
+  constexpr int kI = tp::kThreadHeads<kN>;
+  warpgroup_math::keep_registers<kValueRegisters>();
+  value_warpgroup([&](int buffer) {
+    float alpha[kI];
+    bool moved = false;
+#pragma unroll
+    for (int i = 0; i < kI; ++i) {
+      alpha[i] = sh.alpha[tp::thread_head(i, c)];
+      moved |= alpha[i] != 1.0f;
+    }
+    if (__any_sync(0xFFFFFFFFu, moved)) tp::rescale<kN>(o, alpha);
+    tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 1);
+  });
+}
+
+/// The epilogue of a block of 16 or 32 heads (transposed products): each
+/// math warpgroup's output, merged in the cluster with the cluster merge.
+template <class Codec, Epilogue kEpilogue, int kBlockHeads, class WaitTotals, class Staging, class MergeInCluster>
+__device__ __forceinline__ void store_output_transposed(const params::SparseDecodeParams& p, Storage<kBlockHeads>& sh,
+                                                        const float (&o)[4][kBlockHeads / 2], std::int64_t row,
+                                                        std::int64_t head0, int split, int warpgroup, int warp,
+                                                        int lane, const WaitTotals& wait_totals, const Staging& staging,
+                                                        const MergeInCluster& merge_in_cluster) {
+  namespace tp = transposed_products;
+  constexpr int kN = kBlockHeads;
+  wait_totals();
+  if constexpr (kEpilogue == Epilogue::kCluster) {
+    asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
+    tp::store_output<Codec, kEpilogue, kN>(p, staging().view(), o, sh.row_sum, sh.row_max, row, head0, split, warpgroup,
+                                           warp, lane);
+    merge_in_cluster();
+  } else {
+    tp::store_output<Codec, kEpilogue, kN>(p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup,
+                                           warp, lane);
+  }
+}
+
+/// The epilogue of a block of 64 heads: each math warpgroup's output (merged
+/// in the cluster with the cluster merge); with crossover no block leaves
+/// while its peer may still arrive on its barriers.
+template <class Codec, Epilogue kEpilogue, bool kCrossover, int kBlockHeads, class WaitTotals, class Staging,
+          class MergeInCluster>
+__device__ __forceinline__ void store_output(const params::SparseDecodeParams& p, Storage<kBlockHeads>& sh,
+                                             const float (&o)[128], std::int64_t row, std::int64_t head0, int split,
+                                             int warpgroup, int r0, int r1, int c, const WaitTotals& wait_totals,
+                                             const Staging& staging, const MergeInCluster& merge_in_cluster) {
+  constexpr bool kClusterMerge = kEpilogue == Epilogue::kCluster;
+  wait_totals();
+  if constexpr (kClusterMerge) {
+    asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
+    warpgroup_io::store_output<Codec, kEpilogue>(p, staging().view(), o, sh.row_sum, sh.row_max, row, head0, split,
+                                                 warpgroup, r0, r1, c);
+    merge_in_cluster();
+  } else {
+    warpgroup_io::store_output<Codec, kEpilogue>(p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split,
+                                                 warpgroup, r0, r1, c);
+    if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
+  }
+}
+
+/// Math warpgroup 0 of a block of 64 heads: each tile's scores (64 heads x
+/// 64 keys x 576 dims), its online softmax in registers, the weights and each
+/// head's rescale factor published, its P x V for dims 0..255; then each
+/// head's totals. `keys` is sh.keys as the kernel addresses it (the key
+/// tiles' address then folds as it did with this loop inline).
+template <class Codec, int kBlockHeads, class WaitKeysFull, class ReleaseKeys, class PublishTotals>
+__device__ __forceinline__ void score_tiles(const params::SparseDecodeParams& p, Storage<kBlockHeads>& sh,
+                                            std::uint8_t (*keys)[kColumnBlocks * kKeyBlockBytes], int tiles,
+                                            bool arrives, float (&o)[128], float (&row_max)[2], float (&row_sum)[2],
+                                            int r0, int r1, int c, const WaitKeysFull& wait_keys_full,
+                                            const ReleaseKeys& release_keys, const PublishTotals& publish_totals) {
+  constexpr int kChunks = kTileTokens / 8;  // 8-key column chunks of the scores
+  warpgroup_math::keep_registers<kScoreRegisters>();
+  // Scores in the log2 domain, the key tile's factor undone (a power of two: exact).
+  const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
+#pragma unroll 1
+  for (int t = 0; t < tiles; ++t) {
+    const int buffer = t % kKeyBuffers;
+    const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
+    float s[32];
+    wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
+    issue_scores(s, sh.q, keys[buffer]);
+    const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
+    wgmma::wait<0>();
+    wgmma::fence_operands(s);
+    float tile_max[2];
+    warpgroup_math::mask_scores<kChunks>(s, valid, score_scale, tile_max);
+    // The weights go straight to shared memory (no register copy beside
+    // the output accumulators) once warpgroup 1 is done with tile t - 1's.
+    bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
+    float alpha[2];
+    std::uint8_t* const probs = sh.probs;  // captured by value: ptxas then schedules as for the loop inline
+    warpgroup_math::softmax_weights<kChunks>(
+        s, tile_max, row_max, row_sum, alpha, [probs, r0, r1, c](int h, int i, std::uint32_t bits) {
+          *reinterpret_cast<std::uint32_t*>(probs +
+                                            wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bits;
+        });
+    if (c == 0) {
+      sh.alpha[r0] = alpha[0];
+      sh.alpha[r1] = alpha[1];
+    }
+    bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
+    __syncwarp();       // every lane's stores (and fences) before lane 0 publishes them
+    if (arrives) barrier_arrive(&sh.probs_full);
+    if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
+    bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
+    warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, keys[buffer], 0);
+    __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
+    if (arrives) release_keys(buffer);
+  }
+  warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
+  publish_totals();
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -438,16 +595,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   if (warpgroup == 2) {
-    warpgroup_math::keep_registers<kProducerRegisters>();
-    DecoderShare d{first_token + 4 * kValueTokens + kDecoderTokens * warp, kDecoderTokens};
-    start_decoder(d);
-#pragma unroll 1
-    for (int t = 0; t < tiles; ++t) decode.template operator()<kDecoderTokens / kRoundTokens>(d, t);
-    if constexpr (kClusterMerge) {
-      merge_in_cluster();
-    } else if constexpr (kCrossover) {
-      cluster::sync();  // the math warpgroups' last remote arrivals
-    }
+    run_decoders<kEpilogue, kCrossover, kValueTokens, kDecoderTokens>(first_token, warp, tiles, start_decoder, decode,
+                                                                      merge_in_cluster);
     return;
   }
 
@@ -568,29 +717,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       publish_totals();
     } else {
-      warpgroup_math::keep_registers<kValueRegisters>();
-      value_warpgroup([&](int buffer) {
-        float alpha[kI];
-        bool moved = false;
-#pragma unroll
-        for (int i = 0; i < kI; ++i) {
-          alpha[i] = sh.alpha[tp::thread_head(i, c)];
-          moved |= alpha[i] != 1.0f;
-        }
-        if (__any_sync(0xFFFFFFFFu, moved)) tp::rescale<kN>(o, alpha);
-        tp::add_probs_times_values<kN>(o, sh.probs, sh.keys[buffer], 1);
-      });
+      add_values_transposed<kBlockHeads>(sh, o, c, value_warpgroup);
     }
-    wait_totals();
-    if constexpr (kClusterMerge) {
-      asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
-      tp::store_output<Codec, kEpilogue, kN>(p, staging().view(), o, sh.row_sum, sh.row_max, row, head0, split,
-                                             warpgroup, warp, lane);
-      merge_in_cluster();
-    } else {
-      tp::store_output<Codec, kEpilogue, kN>(p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split, warpgroup,
-                                             warp, lane);
-    }
+    store_output_transposed<Codec, kEpilogue, kBlockHeads>(p, sh, o, row, head0, split, warpgroup, warp, lane,
+                                                           wait_totals, staging, merge_in_cluster);
     return;
   } else {
     const int r0 = 16 * warp + g;
@@ -601,71 +731,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     float row_max[2] = {-INFINITY, -INFINITY};  // the online softmax of rows r0, r1 (warpgroup 0)
     float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only, summed over the quad at the end
-    constexpr int kChunks = kTileTokens / 8;    // 8-key column chunks of the scores
     if (warpgroup == 0) {
-      warpgroup_math::keep_registers<kScoreRegisters>();
-      // Scores in the log2 domain, the key tile's factor undone (a power of two: exact).
-      const float score_scale = p.sm_scale * 1.4426950408889634f * (1.0f / kKeyTileScale<Codec>);
-#pragma unroll 1
-      for (int t = 0; t < tiles; ++t) {
-        const int buffer = t % kKeyBuffers;
-        const std::uint32_t phase = static_cast<std::uint32_t>(t) & 1u;
-        float s[32];
-        wait_keys_full(buffer, static_cast<std::uint32_t>(t / kKeyBuffers) & 1u);
-        issue_scores(s, sh.q, sh.keys[buffer]);
-        const std::uint32_t valid = warpgroup_math::valid_key_bits<kChunks>(sh.valid[buffer], c);
-        wgmma::wait<0>();
-        wgmma::fence_operands(s);
-        float tile_max[2];
-        warpgroup_math::mask_scores<kChunks>(s, valid, score_scale, tile_max);
-        // The weights go straight to shared memory (no register copy beside
-        // the output accumulators) once warpgroup 1 is done with tile t - 1's.
-        bulk_barrier_wait(&sh.probs_empty, phase ^ 1u);
-        float alpha[2];
-        std::uint8_t* const probs = sh.probs;  // captured by value: ptxas then schedules as for the loop inline
-        warpgroup_math::softmax_weights<kChunks>(
-            s, tile_max, row_max, row_sum, alpha, [probs, r0, r1, c](int h, int i, std::uint32_t bits) {
-              *reinterpret_cast<std::uint32_t*>(
-                  probs + wgmma::swizzled_offset(h == 0 ? r0 : r1, 8 * i + 2 * c, kProbBytes)) = bits;
-            });
-        if (c == 0) {
-          sh.alpha[r0] = alpha[0];
-          sh.alpha[r1] = alpha[1];
-        }
-        bulk_copy_fence();  // the probabilities' ordinary stores before the wgmma read them
-        __syncwarp();       // every lane's stores (and fences) before lane 0 publishes them
-        if (arrives) barrier_arrive(&sh.probs_full);
-        if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) rescale(o, alpha[0], alpha[1]);
-        bulk_barrier_wait(&sh.probs_full, phase);  // every warp's probabilities are in
-        warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 0);
-        __syncwarp();  // every lane's reads of the tile come before lane 0 releases it
-        if (arrives) release_keys(buffer);
-      }
-      warpgroup_math::publish_row_totals(row_sum, row_max, sh.row_sum, sh.row_max, r0, r1, c);
-      publish_totals();
+      score_tiles<Codec, kBlockHeads>(p, sh, sh.keys, tiles, arrives, o, row_max, row_sum, r0, r1, c, wait_keys_full,
+                                      release_keys, publish_totals);
     } else {
-      warpgroup_math::keep_registers<kValueRegisters>();
-      value_warpgroup([&](int buffer) {
-        const float alpha0 = sh.alpha[r0];
-        const float alpha1 = sh.alpha[r1];
-        if (__any_sync(0xFFFFFFFFu, alpha0 != 1.0f || alpha1 != 1.0f)) rescale(o, alpha0, alpha1);
-        warpgroup_math::add_probs_times_values<kTileTokens, kKeyBlockBytes>(o, sh.probs, sh.keys[buffer], 1);
-      });
+      add_values<kBlockHeads>(sh, o, r0, r1, value_warpgroup);
     }
-    wait_totals();
-    if constexpr (kClusterMerge) {
-      asm volatile("bar.sync 4, 256;\n" ::: "memory");  // both math warpgroups are done with the key tiles
-      warpgroup_io::store_output<Codec, kEpilogue>(p, staging().view(), o, sh.row_sum, sh.row_max, row, head0, split,
-                                                   warpgroup, r0, r1, c);
-      merge_in_cluster();
-    } else {
-      warpgroup_io::store_output<Codec, kEpilogue>(p, StagedRows{}, o, sh.row_sum, sh.row_max, row, head0, split,
-                                                   warpgroup, r0, r1, c);
-      if constexpr (kCrossover) cluster::sync();  // no block leaves while its peer may still arrive on its barriers
-    }
+    store_output<Codec, kEpilogue, kCrossover, kBlockHeads>(p, sh, o, row, head0, split, warpgroup, r0, r1, c,
+                                                            wait_totals, staging, merge_in_cluster);
   }
 #else
-  __trap();  // launched only where the sm_90a code exists (kernel_for)
+  __trap();  // launched only where the sm_90a code exists (plan.cpp: kernel_for)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 

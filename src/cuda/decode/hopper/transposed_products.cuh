@@ -15,11 +15,11 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cuda/attention_result.cuh"
-#include "cuda/key_fragment.cuh"
-#include "cuda/sparse_mla_decode_wide_tiles.h"
-#include "cuda/warpgroup_math.cuh"
-#include "cuda/wgmma.cuh"
+#include "cuda/decode/attention_result.cuh"
+#include "cuda/decode/hopper/math.cuh"
+#include "cuda/decode/hopper/shape.h"
+#include "cuda/decode/key_fragment.cuh"
+#include "cuda/ptx/wgmma.cuh"
 #include "mlakv/vocabulary.h"
 #include "params/attention_params.h"
 

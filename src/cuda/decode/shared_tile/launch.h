@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shared-tile sparse decode's launcher, as the dispatcher sees it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/decode/plan.h"
+#include "params/attention_params.h"
+
+namespace mlakv::cuda::shared_tile {
+
+/// Launches the decode of `p` (built for every 512 + 64 record) as `plan` says:
+/// with more than one split its blocks write the workspace partials the
+/// split-merge kernel combines.
+cudaError_t launch(const params::SparseDecodeParams& p, const DecodePlan& plan, int device, cudaStream_t stream);
+
+}  // namespace mlakv::cuda::shared_tile
