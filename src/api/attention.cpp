@@ -29,7 +29,7 @@ void sparse_mla_decode(Format format, const TensorView& q, const TensorView& kv_
                        const TensorView& out, const TensorView& lse, const SparseDecodeOptions& options,
                        StreamHandle stream) {
   const api::Check check("sparse_mla_decode", format_info(format).id);
-  const params::SparseDecodeParams params =
+  const params::SparseAttentionParams params =
       api::validate_sparse_decode(check, format, q, kv_cache, indices, out, lse, options);
   if (params.rows == 0 || params.heads == 0) return;
   api::run_on_device(check, q.device, stream, MLAKV_BACKENDS(sparse_mla_decode, params));

@@ -46,10 +46,10 @@ namespace mlakv::api {
 
 /// Everything sparse_mla_decode reads and writes; a workspace, when given on
 /// CUDA, must hold sparse_mla_decode_workspace_size() bytes.
-params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
-                                                  const TensorView& kv_cache, const TensorView& indices,
-                                                  const TensorView& out, const TensorView& lse,
-                                                  const SparseDecodeOptions& options);
+params::SparseAttentionParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                     const TensorView& kv_cache, const TensorView& indices,
+                                                     const TensorView& out, const TensorView& lse,
+                                                     const SparseDecodeOptions& options);
 
 /// Everything sparse_mla_prefill reads and writes: the decode's rules for the
 /// arguments both take (a prefill row is a decode row).

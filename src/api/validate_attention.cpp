@@ -85,10 +85,10 @@ std::int64_t query_dims(const FormatInfo& info) { return info.geometry.nope_dims
 // The rules of sparse attention rows, a decode's or a prefill's (`operation`:
 // whose formats the backend must support); a prefill passes no workspace and
 // no extra cache.
-params::SparseDecodeParams validate_sparse_rows(const Check& check, Operation operation, Format format,
-                                                const TensorView& q, const TensorView& kv_cache,
-                                                const TensorView& indices, const TensorView& out, const TensorView& lse,
-                                                const SparseDecodeOptions& options) {
+params::SparseAttentionParams validate_sparse_rows(const Check& check, Operation operation, Format format,
+                                                   const TensorView& q, const TensorView& kv_cache,
+                                                   const TensorView& indices, const TensorView& out,
+                                                   const TensorView& lse, const SparseDecodeOptions& options) {
   const Device device =
       check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
@@ -203,40 +203,37 @@ params::SparseDecodeParams validate_sparse_rows(const Check& check, Operation op
     for (const Named& input : inputs) check_disjoint(check, written[w], {input});
     for (int o = w + 1; o < 3; ++o) check_disjoint(check, written[w], {written[o]});
   }
-  return params::SparseDecodeParams{format,
-                                    cache,
-                                    decode,
-                                    k_scale.device,
-                                    static_cast<const std::uint16_t*>(q.data),
-                                    q.strides[0],
-                                    q.strides[1],
-                                    static_cast<const std::int32_t*>(indices.data),
-                                    indices.strides[0],
-                                    topk_len,
-                                    rows,
-                                    heads,
-                                    topk,
-                                    sm_scale,
-                                    static_cast<std::uint16_t*>(out.data),
-                                    out.strides[0],
-                                    out.strides[1],
-                                    static_cast<float*>(lse.data),
-                                    lse.strides[0],
-                                    lse.strides[1],
-                                    workspace,
-                                    workspace_bytes,
-                                    qk_dim,
-                                    attn_sink,
-                                    attn_sink_stride,
-                                    extra};
+  const params::SparseDecodeParams rows_params{format,
+                                               cache,
+                                               decode,
+                                               k_scale.device,
+                                               static_cast<const std::uint16_t*>(q.data),
+                                               q.strides[0],
+                                               q.strides[1],
+                                               static_cast<const std::int32_t*>(indices.data),
+                                               indices.strides[0],
+                                               topk_len,
+                                               rows,
+                                               heads,
+                                               topk,
+                                               sm_scale,
+                                               static_cast<std::uint16_t*>(out.data),
+                                               out.strides[0],
+                                               out.strides[1],
+                                               static_cast<float*>(lse.data),
+                                               lse.strides[0],
+                                               lse.strides[1],
+                                               workspace,
+                                               workspace_bytes};
+  return params::SparseAttentionParams{rows_params, qk_dim, attn_sink, attn_sink_stride, extra};
 }
 
 }  // namespace
 
-params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
-                                                  const TensorView& kv_cache, const TensorView& indices,
-                                                  const TensorView& out, const TensorView& lse,
-                                                  const SparseDecodeOptions& options) {
+params::SparseAttentionParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                     const TensorView& kv_cache, const TensorView& indices,
+                                                     const TensorView& out, const TensorView& lse,
+                                                     const SparseDecodeOptions& options) {
   return validate_sparse_rows(check, Operation::kDecode, format, q, kv_cache, indices, out, lse, options);
 }
 

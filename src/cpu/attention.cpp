@@ -54,7 +54,7 @@ constexpr std::int64_t kChunkKeys = 2048;
 // the valid ones a chunk at a time.
 class RowEntries {
  public:
-  RowEntries(const params::SparseDecodeParams& p, std::int64_t row)
+  RowEntries(const params::SparseAttentionParams& p, std::int64_t row)
       : p_(p),
         sets_{{p.format, &p.cache, p.indices + row * p.indices_stride_row_elems, params::row_entries(p, row)},
               {p.extra.format, &p.extra.cache,
@@ -113,7 +113,7 @@ class RowEntries {
     });
   }
 
-  const params::SparseDecodeParams& p_;
+  const params::SparseAttentionParams& p_;
   Set sets_[2];
   int set_ = 0;
   std::int64_t entry_ = 0;
@@ -131,7 +131,7 @@ struct HeadState {
 // Adds a chunk of n keys to one (row, head): the chunk's scores, their max,
 // the state rescaled to it (exact for the first chunk: a two-pass softmax),
 // then the chunk's weights; values are a key's first 512 values.
-void attend_chunk(const params::SparseDecodeParams& p, std::int64_t row, std::int64_t head,
+void attend_chunk(const params::SparseAttentionParams& p, std::int64_t row, std::int64_t head,
                   const std::vector<float>& keys, std::int64_t n, HeadState& state) {
   const std::int64_t key_dim = p.qk_dim;
   const std::uint16_t* q_bits = p.q + row * p.q_stride_row_elems + head * p.q_stride_head_elems;
@@ -160,7 +160,7 @@ void attend_chunk(const params::SparseDecodeParams& p, std::int64_t row, std::in
   }
 }
 
-void store_head(const params::SparseDecodeParams& p, std::int64_t row, std::int64_t head, const HeadState& state,
+void store_head(const params::SparseAttentionParams& p, std::int64_t row, std::int64_t head, const HeadState& state,
                 bool any) {
   const float lse = any ? state.m + std::log(state.l) : -std::numeric_limits<float>::infinity();
   const float sink = params::sink_factor(p, head, lse);
@@ -171,7 +171,7 @@ void store_head(const params::SparseDecodeParams& p, std::int64_t row, std::int6
 
 }  // namespace
 
-void sparse_mla_decode(const params::SparseDecodeParams& p) {
+void sparse_mla_decode(const params::SparseAttentionParams& p) {
   std::vector<float> keys;
   std::vector<HeadState> heads(static_cast<std::size_t>(p.heads));
   for (std::int64_t row = 0; row < p.rows; ++row) {

@@ -11,7 +11,7 @@ namespace mlakv::cpu {
 
 void write_records(const params::WriteParams& params);
 void gather_records(const params::GatherParams& params);
-void sparse_mla_decode(const params::SparseDecodeParams& params);
+void sparse_mla_decode(const params::SparseAttentionParams& params);
 /// The decode's reference over every row (a prefill row is a decode row).
 void sparse_mla_prefill(const params::SparsePrefillParams& params);
 void merge_attention_states(const params::MergeParams& params);

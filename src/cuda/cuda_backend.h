@@ -33,7 +33,7 @@ cudaError_t gather_pages(const params::GatherParams& params, cudaStream_t stream
 int multiprocessor_count(int device);
 /// Bytes of split-K partials the sparse decode uses with a workspace.
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device);
-cudaError_t sparse_mla_decode(const params::SparseDecodeParams& params, cudaStream_t stream);
+cudaError_t sparse_mla_decode(const params::SparseAttentionParams& params, cudaStream_t stream);
 /// The decode's kernels over the prefill's rows, with no workspace (src/cuda/prefill/).
 cudaError_t sparse_mla_prefill(const params::SparsePrefillParams& params, cudaStream_t stream);
 cudaError_t merge_attention_states(const params::MergeParams& params, cudaStream_t stream);

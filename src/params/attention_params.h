@@ -21,6 +21,9 @@ struct ExtraKeySet {
   std::int64_t topk;
 };
 
+/// What the kernels of the 512 + 64 records read (passed by value: its
+/// layout is theirs, so fields the DeepSeek V4 family adds live in
+/// SparseAttentionParams, not here).
 struct SparseDecodeParams {
   Format format;
   CacheLayout cache;
@@ -44,7 +47,11 @@ struct SparseDecodeParams {
   std::int64_t lse_stride_head_elems;
   void* workspace;  // CUDA split-K partials, or null
   std::int64_t workspace_bytes;
-  // DeepSeek V4 family (appended so that the V3.2-era kernels' parameter offsets stay as they were)
+};
+
+/// A validated sparse attention call (decode or prefill): the 512 + 64
+/// kernels' parameters and the DeepSeek V4 family's d_qk, sink and extra cache.
+struct SparseAttentionParams : SparseDecodeParams {
   std::int64_t qk_dim;     // q's and a key's values: 576 (V3.2-era formats) or 512 (DeepSeek V4 family)
   const float* attn_sink;  // [H] or null: out *= e^lse / (e^lse + e^sink[h])
   std::int64_t attn_sink_stride_elems;
@@ -60,18 +67,20 @@ MLAKV_HD std::int64_t clamped_entries(const std::int32_t* topk_len, std::int64_t
 
 /// The entries of row r a decode uses: the first min(max(topk_len[r], 0), K).
 MLAKV_HD std::int64_t row_entries(const SparseDecodeParams& p, std::int64_t row) {
-  return clamped_entries(p.topk_len, p.topk, row);
+  if (p.topk_len == nullptr) return p.topk;
+  const std::int64_t n = p.topk_len[row];
+  return n < 0 ? 0 : (n > p.topk ? p.topk : n);
 }
 
 /// The extra key set's entries of row r.
-MLAKV_HD std::int64_t extra_row_entries(const SparseDecodeParams& p, std::int64_t row) {
+MLAKV_HD std::int64_t extra_row_entries(const SparseAttentionParams& p, std::int64_t row) {
   return clamped_entries(p.extra.topk_len, p.extra.topk, row);
 }
 
 /// The factor a sink scales a head's output by: e^lse / (e^lse + e^sink) =
 /// 1 / (1 + e^(sink - lse)); 1 without a sink, 0 for a row with no key
 /// (lse = -inf; its output is zeros anyway).
-MLAKV_HD float sink_factor(const SparseDecodeParams& p, std::int64_t head, float lse) {
+MLAKV_HD float sink_factor(const SparseAttentionParams& p, std::int64_t head, float lse) {
   if (p.attn_sink == nullptr) return 1.0f;
   if (lse == -INFINITY) return 0.0f;
   return 1.0f / (1.0f + expf(p.attn_sink[head * p.attn_sink_stride_elems] - lse));

@@ -50,7 +50,7 @@ std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads
                   v4::decode_workspace_bytes(rows, heads, topk, device));
 }
 
-cudaError_t sparse_mla_decode(const params::SparseDecodeParams& p, cudaStream_t stream) {
+cudaError_t sparse_mla_decode(const params::SparseAttentionParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
   if (p.qk_dim == 512) return v4::launch_decode(p, stream);  // the DeepSeek V4 family: its own folder, decode/v4/
   int device = 0;

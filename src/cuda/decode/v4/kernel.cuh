@@ -28,7 +28,7 @@ namespace mlakv::cuda::v4 {
 /// What the kernel takes: the validated parameters (q, out, lse, sink,
 /// workspace) and the two key sets in the order they are walked.
 struct DecodeArgs {
-  params::SparseDecodeParams p;
+  params::SparseAttentionParams p;
   KeySet main;
   KeySet extra;    // extra.topk == 0: none
   int main_tiles;  // tiles_of(main.topk)
@@ -209,7 +209,8 @@ __device__ __forceinline__ void load_warp_keys(const KeySet& set, std::int64_t s
 }
 
 /// The sink factor of `head` for a head total `lse` (params::sink_factor, read through the cache).
-__device__ __forceinline__ float head_sink_factor(const params::SparseDecodeParams& p, std::int64_t head, float lse) {
+__device__ __forceinline__ float head_sink_factor(const params::SparseAttentionParams& p, std::int64_t head,
+                                                  float lse) {
   if (p.attn_sink == nullptr) return 1.0f;
   if (lse == -INFINITY) return 0.0f;
   return 1.0f / (1.0f + expf(__ldg(p.attn_sink + head * p.attn_sink_stride_elems) - lse));
@@ -219,7 +220,7 @@ template <int kGroups, bool kPartial>
 __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlocksPerSm)
     decode_kernel(const __grid_constant__ DecodeArgs a) {
   using S = Shape<kGroups>;
-  const params::SparseDecodeParams& p = a.p;
+  const params::SparseAttentionParams& p = a.p;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   auto& sh = *reinterpret_cast<Storage<kGroups>*>(smem_raw);
   if constexpr (kPartial) asm volatile("griddepcontrol.launch_dependents;");  // the merge may start its blocks
@@ -460,7 +461,7 @@ __global__ void __launch_bounds__(Shape<kGroups>::kThreads, Shape<kGroups>::kBlo
 inline constexpr int kMergeThreads = kDims / 4;
 inline constexpr int kMergeBatch = 16;  // partial rows loaded at once
 
-__global__ void __launch_bounds__(kMergeThreads) merge_kernel(const params::SparseDecodeParams p, int splits) {
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(const params::SparseAttentionParams p, int splits) {
   static_assert(kMaxSplits <= kMergeThreads, "a thread a split loads its lse");
   __shared__ float weight[kMaxSplits];
   __shared__ float warp_max[kMergeThreads / kWarpSize];

@@ -2,9 +2,9 @@
 // Host side of the DeepSeek V4 decode: the key sets from the validated
 // parameters, the split plan, and the launches of the decode and the merge.
 #include "cuda/cuda_backend.h"
+#include "cuda/decode/launch_decode_kernel.h"
 #include "cuda/decode/v4/kernel.cuh"
 #include "cuda/decode/v4/launch.h"
-#include "cuda/decode/launch_decode_kernel.h"
 #include "dispatch/visit_codec.h"
 
 namespace mlakv::cuda::v4 {
@@ -31,7 +31,7 @@ KeySet key_set(Format format, const params::CacheLayout& cache, const std::int32
 }
 
 // Launches the merge of `splits` partials as a programmatic dependent of the decode just launched on `stream`.
-cudaError_t launch_merge(const params::SparseDecodeParams& p, int splits, cudaStream_t stream) {
+cudaError_t launch_merge(const params::SparseAttentionParams& p, int splits, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(p.rows * p.heads));
   config.blockDim = dim3(kMergeThreads);
@@ -76,7 +76,7 @@ std::int64_t decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::
   return workspace_bytes(rows, heads, entries, multiprocessor_count(device));
 }
 
-cudaError_t launch_decode(const params::SparseDecodeParams& p, cudaStream_t stream) {
+cudaError_t launch_decode(const params::SparseAttentionParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.heads == 0) return cudaSuccess;
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;

@@ -14,7 +14,7 @@ namespace mlakv::cuda::v4 {
 
 /// Launches the decode (and, with a workspace that holds its split plan, the
 /// merge of the splits) on `stream`: no allocation, no synchronization.
-cudaError_t launch_decode(const params::SparseDecodeParams& p, cudaStream_t stream);
+cudaError_t launch_decode(const params::SparseAttentionParams& p, cudaStream_t stream);
 
 /// Bytes of split partials the decode uses for R rows, H heads and K + K_extra entries on `device`.
 std::int64_t decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t entries, int device);
