@@ -36,6 +36,7 @@ __all__ = [
     "gather_records",
     "gather_records_paged",
     "merge_attention_states",
+    "page_bytes",
     "resolve_format",
     "sparse_mla_decode",
     "sparse_mla_decode_workspace_size",
@@ -60,6 +61,19 @@ def formats() -> list[dict[str, Any]]:
     "fp16" for the records that store inputs verbatim, else None); each field has region ("data" or
     "scale"), element and group besides name, offset, bytes and contents."""
     return _mlakv.formats()
+
+
+def page_bytes(format: str, block_size: int) -> int:
+    """Bytes of one page (one block of ``block_size`` tokens) of a ``format`` cache, padding included:
+    the smallest block stride its cache can have (``block_size * record_bytes`` for token-major
+    formats; DeepSeek V4's block-planar pages are padded, e.g. to a multiple of 576)."""
+    call = _format_call("page_bytes", format)
+    block_size = call.count("block_size", block_size)
+    if block_size >= 2**31:
+        call.value_error("block_size", "must be < 2^31", str(block_size))
+    if format not in _WIDTHS:
+        call.value_error("format", "must be a format id of mlakv.formats()", repr(format))
+    return int(_mlakv.page_bytes(format, block_size))
 
 
 def resolve_format(

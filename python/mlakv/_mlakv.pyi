@@ -68,6 +68,11 @@ def sparse_mla_decode(
     scale: Annotated[NDArray, dict(writable=False)] | None,
     rope_dtype: str,
     workspace: NDArray | None,
+    attn_sink: Annotated[NDArray, dict(writable=False)] | None,
+    extra_format: str | None,
+    extra_kv_cache: Annotated[NDArray, dict(writable=False)] | None,
+    extra_indices: Annotated[NDArray, dict(writable=False)] | None,
+    extra_topk_len: Annotated[NDArray, dict(writable=False)] | None,
     stream: int,
 ) -> None: ...
 def merge_attention_states(
@@ -83,6 +88,7 @@ def merge_attention_states(
     stream: int,
 ) -> None: ...
 def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, cuda: bool, device_index: int) -> int: ...
+def page_bytes(format: str, block_size: int) -> int: ...
 def formats() -> list: ...
 def resolve_format(
     kv_cache_dtype: str, record_bytes: int, fp8_rope: bool, per_token_scale: bool, input_dtype: str | None

@@ -16,6 +16,8 @@ from ._checks import Call
 
 _QUERY_DIM = _mlakv.QUERY_DIM
 _VALUE_DIM = _mlakv.VALUE_DIM
+# Each format's d_qk, a key's values: 576, or 512 for the DeepSeek V4 family (448 NoPE + 64 RoPE).
+_QUERY_DIMS = {f["id"]: f["geometry"]["nope_dims"] + f["geometry"]["rope_dims"] for f in _mlakv.formats()}
 
 
 def _device_of(x: Any) -> tuple[bool, int]:
@@ -27,7 +29,8 @@ def _device_of(x: Any) -> tuple[bool, int]:
 
 
 def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, like: Any = None) -> int:
-    """Bytes of workspace ``sparse_mla_decode`` uses for these shapes on ``like``'s device (0 on the CPU)."""
+    """Bytes of workspace ``sparse_mla_decode`` uses for these shapes on ``like``'s device (0 on the CPU).
+    ``topk`` counts every entry of a row: ``K + K_extra`` with an extra cache (DeepSeek V4)."""
     call = Call("sparse_mla_decode_workspace_size")
     rows, heads, topk = call.count("rows", rows), call.count("heads", heads), call.count("topk", topk)
     for name, value in (("rows", rows), ("heads", heads), ("topk", topk)):
@@ -37,18 +40,29 @@ def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, like: Any
     return int(_mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, cuda, index))
 
 
-def sparse_mla_workspace(q: Any, indices: Any) -> Any:
+def _entries(call: Call, name: str, indices: Any) -> int:
+    """K of an [R, K] indices array."""
+    if getattr(indices, "ndim", 0) != 2:
+        call.value_error(name, "shape must be (R, K)", str(tuple(getattr(indices, "shape", ()))))
+    return int(indices.shape[1])
+
+
+def sparse_mla_workspace(q: Any, indices: Any, extra_indices: Any = None) -> Any:
     """A workspace for ``sparse_mla_decode(format, q, ..., indices, workspace=...)`` on q's device
-    (allocate it once, outside a captured region, and reuse it every step)."""
+    (allocate it once, outside a captured region, and reuse it every step). With an extra cache
+    (DeepSeek V4), pass its ``extra_indices`` too: the workspace holds ``K + K_extra`` entries a row."""
     call = Call("sparse_mla_workspace")
     call.array("q", q)
     call.array("indices", indices)
+    if extra_indices is not None:
+        call.array("extra_indices", extra_indices)
     if getattr(q, "ndim", 0) != 3:
         call.value_error("q", f"shape must be (R, H, {_QUERY_DIM})", str(tuple(getattr(q, "shape", ()))))
-    if getattr(indices, "ndim", 0) != 2:
-        call.value_error("indices", "shape must be (R, K)", str(tuple(getattr(indices, "shape", ()))))
+    topk = _entries(call, "indices", indices)
+    if extra_indices is not None:
+        topk += _entries(call, "extra_indices", extra_indices)
     rows, heads = int(q.shape[0]), int(q.shape[1])
-    size = sparse_mla_decode_workspace_size(rows, heads, int(indices.shape[1]), q)
+    size = sparse_mla_decode_workspace_size(rows, heads, topk, q)
     if _is_torch(q):
         torch = sys.modules["torch"]
         return torch.empty((max(size, 16),), dtype=torch.uint8, device=q.device)
@@ -96,6 +110,11 @@ def sparse_mla_decode(
     scale: Any = None,
     rope_dtype: str = "bf16",
     workspace: Any = None,
+    attn_sink: Any = None,
+    extra_format: str | None = None,
+    extra_kv_cache: Any = None,
+    extra_indices: Any = None,
+    extra_topk_len: Any = None,
 ) -> tuple[Any, Any]:
     """Sparse MLA decode reading ``format`` records directly: ``(out [R, H, 512] bf16, lse [R, H] float32)``.
 
@@ -103,17 +122,27 @@ def sparse_mla_decode(
     ``torch.ops.mlakv.sparse_mla_decode``). The old order ``(q, kv_cache, format, ...)`` still
     works, told apart by the str in third place; it warns once (DeprecationWarning).
 
-    q: ``[R, H, 576]`` bf16, the absorbed query (512 latent dims, then 64 RoPE dims).
+    q: ``[R, H, d_qk]`` bf16, the absorbed query: d_qk = 576 (512 latent dims, then 64 RoPE dims),
+    or 512 for the DeepSeek V4 family (448 NoPE dims, then 64 RoPE dims).
     kv_cache: ``[num_blocks, block_size, record_bytes]`` uint8 in ``format`` (any format of ``formats()``).
     indices: ``[R, K]`` int32 flat slots; -1 or past capacity contributes nothing and is never read.
     topk_len: optional ``[R]`` int32; row r uses its first ``topk_len[r]`` entries (clamped to [0, K]).
-    sm_scale: score scale, default ``1/sqrt(576)``.
-    Keys are the records' decoded 576 values and values their 512 latent values, exactly as
-    ``gather_records(..., dtype="bfloat16")`` gives them. ``lse`` is the natural-log sum of
-    ``exp(sm_scale * q.k)`` over a row's valid entries; a row with none gives zeros and ``-inf``.
-    ``scale`` (fp8_e4m3's k_scale) and ``rope_dtype`` (fp8_ds_mla) are as for ``gather_records``.
-    ``workspace`` (CUDA, optional, from ``sparse_mla_workspace``) lets long rows be split over
-    more thread blocks; without it nothing is allocated and each (row, 16 heads) is one block.
+    sm_scale: score scale, default ``1/sqrt(d_qk)``.
+    Keys are the records' decoded d_qk values exactly as ``gather_records(..., dtype="bfloat16")``
+    gives them; values are their 512 latent values (576) or all 512 values (DeepSeek V4). ``lse`` is
+    the natural-log sum of ``exp(sm_scale * q.k)`` over a row's valid entries; a row with none gives
+    zeros and ``-inf``. ``scale`` (fp8_e4m3's k_scale) and ``rope_dtype`` (fp8_ds_mla) are as for
+    ``gather_records``. ``workspace`` (CUDA, optional, from ``sparse_mla_workspace``) lets long rows be
+    split over more thread blocks; without it nothing is allocated and each (row, 16 heads) is one block.
+
+    The DeepSeek V4 family only:
+    attn_sink: optional ``[H]`` float32, a per-head logit that takes softmax mass but carries no
+    value: ``out`` is scaled by ``e^lse / (e^lse + e^attn_sink[h])``; ``lse`` is unchanged.
+    extra_format, extra_kv_cache, extra_indices, extra_topk_len: a second cache (its own V4-family
+    format id, ``[num_blocks, block_size, record_bytes]`` uint8, ``[R, K_extra]`` int32 slots and an
+    optional ``[R]`` int32 of lengths) whose entries a row attends to together with ``indices``'.
+    ``extra_kv_cache`` and ``extra_format`` come together, and ``extra_indices`` with them;
+    ``sparse_mla_workspace(q, indices, extra_indices)`` sizes a workspace for both.
     """
     format, q, kv_cache = _format_first(format, q, kv_cache)
     call = Call("sparse_mla_decode", format)
@@ -127,10 +156,17 @@ def sparse_mla_decode(
     workspace = call.optional_array("workspace", workspace, writable=True)
     scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
+    attn_sink = call.optional_array("attn_sink", attn_sink)
+    if extra_format is not None:
+        call.string("extra_format", extra_format, "must be a str (a DeepSeek V4 family format id) or None")
+    extra_kv_cache = call.optional_array("extra_kv_cache", extra_kv_cache)
+    extra_indices = call.optional_array("extra_indices", extra_indices)
+    extra_topk_len = call.optional_array("extra_topk_len", extra_topk_len)
     if sm_scale is not None and (
         isinstance(sm_scale, (bool, np.bool_)) or not isinstance(sm_scale, (int, float, np.number))
     ):
-        call.type_error("sm_scale", f"must be a float (None: 1/sqrt({_QUERY_DIM}))", type(sm_scale).__name__)
+        query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
+        call.type_error("sm_scale", f"must be a float (None: 1/sqrt({query_dim}))", type(sm_scale).__name__)
     handle = stream_handle(call.stream("stream", stream), q, kv_cache)
     rows = int(q.shape[0]) if getattr(q, "ndim", 0) >= 1 else 0
     heads = int(q.shape[1]) if getattr(q, "ndim", 0) >= 2 else 0
@@ -156,6 +192,11 @@ def sparse_mla_decode(
         export(scale),
         rope_dtype,
         None if workspace is None else export(workspace),
+        None if attn_sink is None else export(attn_sink),
+        extra_format,
+        None if extra_kv_cache is None else export(extra_kv_cache),
+        None if extra_indices is None else export(extra_indices),
+        None if extra_topk_len is None else export(extra_topk_len),
         handle,
     )
     return out, lse

@@ -9,7 +9,8 @@ imports ``mlakv.torch`` once, after which::
     kv_c, k_pe = torch.ops.mlakv.gather_records(format, kv_cache, slots, scale=None, rope_dtype="bf16", dtype=None)
     torch.ops.mlakv.gather_records_out(format, kv_cache, slots, out)    # out [N, 576]: the prefill layout
     out = torch.ops.mlakv.gather_records_paged(format, kv_cache, block_table, seq_lens, cu_seq_lens, num_rows, ...)
-    out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...)
+    out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...,
+                                                 attn_sink=None, extra_format=None, extra_kv_cache=None, ...)
     out, lse = torch.ops.mlakv.merge_attention_states(out_a, lse_a, out_b, lse_b)
     torch.ops.mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, device)
     slots = torch.ops.mlakv.dcp_local_slots(indices, req_id, block_table, world_size=N, rank=r, block_size=B)
@@ -150,6 +151,17 @@ class _FakeViews:
             return self.optional(t)
         view = self(t)
         return (_ONE.data_ptr(), *view[1:])
+
+
+class _RealViews:
+    """Views of real tensors, with _FakeViews' interface."""
+
+    __call__ = staticmethod(_view)
+    optional = staticmethod(_optional_view)
+    scale = staticmethod(_optional_view)
+
+
+_REAL_VIEWS = _RealViews()
 
 
 def _fake_checks(check: Any) -> None:
@@ -498,7 +510,7 @@ _define(
 
 # --- attention -----------------------------------------------------------------------------------------------------
 
-_VALUE_DIM = 512
+_VALUE_DIM = _mlakv.VALUE_DIM
 
 
 def _decode_outputs(q):
@@ -513,56 +525,68 @@ def _sm_scale(sm_scale: Optional[float]) -> float:
     return 0.0 if sm_scale is None else float(sm_scale)
 
 
-def _sparse_mla_decode(
-    format, q, kv_cache, indices, topk_len=None, sm_scale=None, *, scale=None, rope_dtype="bf16", workspace=None
+def _decode_raw(
+    v,
+    stream,
+    run,
+    out,
+    lse,
+    format,
+    q,
+    kv_cache,
+    indices,
+    topk_len=None,
+    sm_scale=None,
+    *,
+    scale=None,
+    rope_dtype="bf16",
+    workspace=None,
+    attn_sink=None,
+    extra_format=None,
+    extra_kv_cache=None,
+    extra_indices=None,
+    extra_topk_len=None,
 ):
-    out, lse = _decode_outputs(q)
+    """The decode's raw entry point on views ``v`` makes (``_REAL_VIEWS`` or a ``_FakeViews``)."""
     _raw.sparse_mla_decode(
         format,
-        _view(q),
-        _view(kv_cache),
-        _view(indices),
-        _view(out),
-        _view(lse),
-        _optional_view(topk_len),
+        v(q),
+        v(kv_cache),
+        v(indices),
+        v(out),
+        v(lse),
+        v.optional(topk_len),
         _sm_scale(sm_scale),
-        _optional_view(scale),
+        v.scale(scale),
         rope_dtype,
-        _optional_view(workspace),
-        _stream(q),
-        True,
+        v.optional(workspace),
+        v.optional(attn_sink),
+        extra_format,
+        v.optional(extra_kv_cache),
+        v.optional(extra_indices),
+        v.optional(extra_topk_len),
+        stream,
+        run,
     )
+
+
+def _sparse_mla_decode(format, q, *args, **kwargs):
+    out, lse = _decode_outputs(q)
+    _decode_raw(_REAL_VIEWS, _stream(q), True, out, lse, format, q, *args, **kwargs)
     return out, lse
 
 
-def _sparse_mla_decode_fake(
-    format, q, kv_cache, indices, topk_len=None, sm_scale=None, *, scale=None, rope_dtype="bf16", workspace=None
-):
+def _sparse_mla_decode_fake(format, q, *args, **kwargs):
     out, lse = _decode_outputs(q)
-    _fake_checks(
-        lambda v: _raw.sparse_mla_decode(
-            format,
-            v(q),
-            v(kv_cache),
-            v(indices),
-            v(out),
-            v(lse),
-            v.optional(topk_len),
-            _sm_scale(sm_scale),
-            v.scale(scale),
-            rope_dtype,
-            v.optional(workspace),
-            0,
-            False,
-        )
-    )
+    _fake_checks(lambda v: _decode_raw(v, 0, False, out, lse, format, q, *args, **kwargs))
     return out, lse
 
 
 _define(
     "sparse_mla_decode(str format, Tensor q, Tensor kv_cache, Tensor indices, Tensor? topk_len=None, "
-    'float? sm_scale=None, *, Tensor? scale=None, str rope_dtype="bf16", Tensor(a!)? workspace=None) '
-    "-> (Tensor, Tensor)",
+    'float? sm_scale=None, *, Tensor? scale=None, str rope_dtype="bf16", Tensor(a!)? workspace=None, '
+    "Tensor? attn_sink=None, str? extra_format=None, Tensor? extra_kv_cache=None, Tensor? extra_indices=None, "
+    "Tensor? extra_topk_len=None) -> (Tensor, Tensor)",
     _sparse_mla_decode,
     _sparse_mla_decode_fake,
 )

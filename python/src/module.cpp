@@ -9,6 +9,7 @@
 
 #include "context_parallel.h"
 #include "mlakv/mlakv.h"
+#include "sparse_decode_extra.h"
 #include "views.h"
 
 namespace nb = nanobind;
@@ -93,7 +94,9 @@ void py_sparse_mla_decode(const std::string& format, const Array& q, const Tag& 
                           const Array& indices, const OutArray& out, const Tag& out_tag, const OutArray& lse,
                           const std::optional<Array>& topk_len, float sm_scale, const std::optional<Array>& scale,
                           const std::string& rope_dtype, const std::optional<OutArray>& workspace,
-                          std::uintptr_t stream) {
+                          const std::optional<Array>& attn_sink, const std::optional<std::string>& extra_format,
+                          const std::optional<Array>& extra_kv_cache, const std::optional<Array>& extra_indices,
+                          const std::optional<Array>& extra_topk_len, std::uintptr_t stream) {
   const Format parsed = parse_format(format);
   const TensorView q_view = to_view(q, q_tag);
   const TensorView cache_view = to_view(kv_cache);
@@ -104,11 +107,17 @@ void py_sparse_mla_decode(const std::string& format, const Array& q, const Tag& 
   const std::optional<TensorView> scale_view = optional_view(scale);
   const std::optional<TensorView> workspace_view =
       workspace ? std::optional<TensorView>(to_view(*workspace)) : std::nullopt;
+  const std::optional<TensorView> sink_view = optional_view(attn_sink);
+  const bindings::ExtraCacheArguments extra_arguments{extra_format, optional_view(extra_kv_cache),
+                                                      optional_view(extra_indices), optional_view(extra_topk_len)};
+  const std::optional<SparseDecodeExtraCache> extra = bindings::extra_cache(format, extra_arguments);
   SparseDecodeOptions options;
   options.sm_scale = sm_scale;
   options.topk_len = len_view ? &*len_view : nullptr;
   options.decode = gather_options(pointer(scale_view), rope_dtype);
   options.workspace = workspace_view ? &*workspace_view : nullptr;
+  options.attn_sink = pointer(sink_view);
+  options.extra = extra ? &*extra : nullptr;
   nb::gil_scoped_release release;
   sparse_mla_decode(parsed, q_view, cache_view, indices_view, out_view, lse_view, options, to_stream(stream));
 }
@@ -130,6 +139,11 @@ std::size_t py_sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t 
                                                 int device_index) {
   return sparse_mla_decode_workspace_size(rows, heads, topk,
                                           Device{cuda ? DeviceType::kCuda : DeviceType::kCpu, device_index});
+}
+
+// Bytes of one page of block_size tokens of `format`, padding included (mlakv::page_bytes).
+std::int64_t py_page_bytes(const std::string& format, std::int64_t block_size) {
+  return page_bytes(format_info(parse_format(format)), block_size);
 }
 
 nb::list py_formats() {
@@ -238,11 +252,13 @@ NB_MODULE(_mlakv, m) {
         "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
   m.def("sparse_mla_decode", &py_sparse_mla_decode, "format"_a, "q"_a, "q_tag"_a.none(), "kv_cache"_a, "indices"_a,
         "out"_a, "out_tag"_a.none(), "lse"_a, "topk_len"_a.none(), "sm_scale"_a, "scale"_a.none(), "rope_dtype"_a,
-        "workspace"_a.none(), "stream"_a);
+        "workspace"_a.none(), "attn_sink"_a.none(), "extra_format"_a.none(), "extra_kv_cache"_a.none(),
+        "extra_indices"_a.none(), "extra_topk_len"_a.none(), "stream"_a);
   m.def("merge_attention_states", &py_merge_attention_states, "out_a"_a, "a_tag"_a.none(), "lse_a"_a, "out_b"_a,
         "b_tag"_a.none(), "lse_b"_a, "out"_a, "out_tag"_a.none(), "lse"_a, "stream"_a);
   m.def("sparse_mla_decode_workspace_size", &py_sparse_mla_decode_workspace_size, "rows"_a, "heads"_a, "topk"_a,
         "cuda"_a, "device_index"_a);
+  m.def("page_bytes", &py_page_bytes, "format"_a, "block_size"_a);
   m.def("formats", &py_formats);
   m.def("resolve_format", &py_resolve_format, "kv_cache_dtype"_a, "record_bytes"_a, "fp8_rope"_a, "per_token_scale"_a,
         "input_dtype"_a.none());

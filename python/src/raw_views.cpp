@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "mlakv/mlakv.h"
+#include "sparse_decode_extra.h"
 #include "views.h"
 
 namespace mlakv::python {
@@ -116,18 +117,26 @@ void gather_records_paged_raw(std::string_view format, nb::handle kv_cache, nb::
 
 void sparse_mla_decode_raw(std::string_view format, nb::handle q, nb::handle kv_cache, nb::handle indices,
                            nb::handle out, nb::handle lse, nb::handle topk_len, float sm_scale, nb::handle scale,
-                           std::string_view rope_dtype, nb::handle workspace, std::uintptr_t stream, bool run) {
+                           std::string_view rope_dtype, nb::handle workspace, nb::handle attn_sink,
+                           std::optional<std::string_view> extra_format, nb::handle extra_kv_cache,
+                           nb::handle extra_indices, nb::handle extra_topk_len, std::uintptr_t stream, bool run) {
   const Format parsed = parse_format(format);
   const TensorView q_view = raw_view(q), cache = raw_view(kv_cache), index_view = raw_view(indices);
   const TensorView out_view = raw_view(out), lse_view = raw_view(lse);
   const std::optional<TensorView> lens = optional_raw_view(topk_len);
   const std::optional<TensorView> s = optional_raw_view(scale);
-  const std::optional<TensorView> ws = optional_raw_view(workspace);
+  const std::optional<TensorView> ws = optional_raw_view(workspace), sink = optional_raw_view(attn_sink);
+  const bindings::ExtraCacheArguments extra_arguments{extra_format, optional_raw_view(extra_kv_cache),
+                                                      optional_raw_view(extra_indices),
+                                                      optional_raw_view(extra_topk_len)};
+  const std::optional<SparseDecodeExtraCache> extra = bindings::extra_cache(format, extra_arguments);
   SparseDecodeOptions options;
   options.sm_scale = sm_scale;
   options.topk_len = pointer(lens);
   options.decode = gather_options(pointer(s), rope_dtype);
   options.workspace = pointer(ws);
+  options.attn_sink = pointer(sink);
+  options.extra = extra ? &*extra : nullptr;
   if (!run) return check_sparse_mla_decode(parsed, q_view, cache, index_view, out_view, lse_view, options);
   nb::gil_scoped_release release;
   sparse_mla_decode(parsed, q_view, cache, index_view, out_view, lse_view, options, to_stream(stream));
@@ -175,8 +184,9 @@ void register_raw_entry_points(nb::module_& m) {
   raw.def("gather_records_paged", &gather_records_paged_raw, "format"_a, "kv_cache"_a, "block_table"_a, "seq_lens"_a,
           "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "scale"_a.none(), "rope_dtype"_a, "stream"_a, "run"_a);
   raw.def("sparse_mla_decode", &sparse_mla_decode_raw, "format"_a, "q"_a, "kv_cache"_a, "indices"_a, "out"_a, "lse"_a,
-          "topk_len"_a.none(), "sm_scale"_a, "scale"_a.none(), "rope_dtype"_a, "workspace"_a.none(), "stream"_a,
-          "run"_a);
+          "topk_len"_a.none(), "sm_scale"_a, "scale"_a.none(), "rope_dtype"_a, "workspace"_a.none(),
+          "attn_sink"_a.none(), "extra_format"_a.none(), "extra_kv_cache"_a.none(), "extra_indices"_a.none(),
+          "extra_topk_len"_a.none(), "stream"_a, "run"_a);
   raw.def("merge_attention_states", &merge_attention_states_raw, "out_a"_a, "lse_a"_a, "out_b"_a, "lse_b"_a, "out"_a,
           "lse"_a, "stream"_a, "run"_a);
   raw.def("dcp_local_slots", &dcp_local_slots_raw, "indices"_a, "req_id"_a, "block_table"_a, "local_slots"_a,

@@ -7,29 +7,36 @@
 #include <torch/library.h>
 
 #include "mlakv/error.h"
+#include "sparse_decode_extra.h"
 #include "views.h"
 
 namespace mlakv::torch_ops {
 namespace {
 
-constexpr std::int64_t kValueDim = 512;
-
 std::tuple<at::Tensor, at::Tensor> sparse_mla_decode_op(
     c10::string_view format, const at::Tensor& q, const at::Tensor& kv_cache, const at::Tensor& indices,
     const std::optional<at::Tensor>& topk_len, std::optional<double> sm_scale, const std::optional<at::Tensor>& scale,
-    c10::string_view rope_dtype, const std::optional<at::Tensor>& workspace) {
+    c10::string_view rope_dtype, const std::optional<at::Tensor>& workspace, const std::optional<at::Tensor>& attn_sink,
+    std::optional<c10::string_view> extra_format, const std::optional<at::Tensor>& extra_kv_cache,
+    const std::optional<at::Tensor>& extra_indices, const std::optional<at::Tensor>& extra_topk_len) {
   return translated([&] {
     const std::int64_t rows = q.dim() >= 1 ? q.size(0) : 0, heads = q.dim() >= 2 ? q.size(1) : 0;
     at::Tensor out = at::empty({rows, heads, kValueDim}, at::TensorOptions().dtype(at::kBFloat16).device(q.device()));
     at::Tensor lse = at::empty({rows, heads}, at::TensorOptions().dtype(at::kFloat).device(q.device()));
     const Format parsed = parse_format(text(format));
     const std::optional<TensorView> lens = optional_view(topk_len), s = optional_view(scale);
-    const std::optional<TensorView> ws = optional_view(workspace);
+    const std::optional<TensorView> ws = optional_view(workspace), sink = optional_view(attn_sink);
+    const bindings::ExtraCacheArguments extra_arguments{
+        extra_format ? std::optional<std::string_view>(text(*extra_format)) : std::nullopt,
+        optional_view(extra_kv_cache), optional_view(extra_indices), optional_view(extra_topk_len)};
+    const std::optional<SparseDecodeExtraCache> extra = bindings::extra_cache(text(format), extra_arguments);
     SparseDecodeOptions options;
     options.sm_scale = sm_scale ? static_cast<float>(*sm_scale) : 0.0f;
     options.topk_len = pointer(lens);
     options.decode = gather_options(s, rope_dtype);
     options.workspace = pointer(ws);
+    options.attn_sink = pointer(sink);
+    options.extra = extra ? &*extra : nullptr;
     sparse_mla_decode(parsed, view(q), view(kv_cache), view(indices), view(out), view(lse), options, stream(q));
     return std::make_tuple(out, lse);
   });
@@ -69,8 +76,9 @@ std::int64_t sparse_mla_decode_workspace_size_op(std::int64_t rows, std::int64_t
 TORCH_LIBRARY_FRAGMENT(mlakv, m) {
   m.def(
       "sparse_mla_decode(str format, Tensor q, Tensor kv_cache, Tensor indices, Tensor? topk_len=None, "
-      "float? sm_scale=None, *, Tensor? scale=None, str rope_dtype=\"bf16\", Tensor(a!)? workspace=None) "
-      "-> (Tensor, Tensor)");
+      "float? sm_scale=None, *, Tensor? scale=None, str rope_dtype=\"bf16\", Tensor(a!)? workspace=None, "
+      "Tensor? attn_sink=None, str? extra_format=None, Tensor? extra_kv_cache=None, Tensor? extra_indices=None, "
+      "Tensor? extra_topk_len=None) -> (Tensor, Tensor)");
   m.def("merge_attention_states(Tensor out_a, Tensor lse_a, Tensor out_b, Tensor lse_b) -> (Tensor, Tensor)");
   m.def("sparse_mla_decode_workspace_size(int rows, int heads, int topk, Device device) -> int");
 }
