@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _mlakv
-from ._arrays import empty, input_array, output_array, stream_handle, writer_arguments
+from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
 from ._checks import Call
 from .attention import merge_attention_states, sparse_mla_decode, sparse_mla_decode_workspace_size, sparse_mla_workspace
@@ -143,7 +143,7 @@ def concat_and_cache_mla(
     call = Call("concat_and_cache_mla", kv_cache_dtype)
     call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (auto, fp8, fp8_e4m3, fp8_ds_mla, ...)")
     tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
-    _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, handle)
+    _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, stream=handle)
 
 
 def _format_call(function: str, format: Any) -> Call:
@@ -181,25 +181,16 @@ def gather_records(
     handle = stream_handle(call.stream("stream", stream), kv_cache)
     n = int(slots.shape[0]) if getattr(slots, "ndim", 0) >= 1 else 0
     nope, rope = _widths(format)
-    if out is None:
-        shapes = ((n, nope), (n, rope))
-        kv_c = call.allocate("slots", lambda: empty(kv_cache, shapes[0], dtype), shapes[0], dtype)
-        k_pe = call.allocate("slots", lambda: empty(kv_cache, shapes[1], dtype), shapes[1], dtype)
-    else:
+    options = {"scale": export_cache(scale), "rope_dtype": rope_dtype, "stream": handle}
+    if out is not None:
         call.prefill_out("out", out, n, nope + rope)
-        kv_c, k_pe = out[:, :nope], out[:, nope:]
-    kv_out, tag = output_array(kv_c)
-    pe_out, _ = output_array(k_pe)
+        _mlakv.gather_records_out(format, export_cache(kv_cache), export_cache(slots), tagged(out), **options)
+        return out[:, :nope], out[:, nope:]
+    shapes = ((n, nope), (n, rope))
+    kv_c = call.allocate("slots", lambda: empty(kv_cache, shapes[0], dtype), shapes[0], dtype)
+    k_pe = call.allocate("slots", lambda: empty(kv_cache, shapes[1], dtype), shapes[1], dtype)
     _mlakv.gather_records(
-        format,
-        export_cache(kv_cache),
-        export_cache(slots),
-        kv_out,
-        pe_out,
-        tag,
-        export_cache(scale),
-        rope_dtype,
-        handle,
+        format, export_cache(kv_cache), export_cache(slots), kv_c=tagged(kv_c), k_pe=tagged(k_pe), **options
     )
     return kv_c, k_pe
 
@@ -251,19 +242,16 @@ def gather_records_paged(
         out = call.allocate("num_rows", lambda: empty(kv_cache, (rows, width), dtype), (rows, width), dtype)
     else:
         call.prefill_out("out", out, None, width)
-    kv_out, tag = output_array(out[:, :nope])
-    pe_out, _ = output_array(out[:, nope:])
     _mlakv.gather_records_paged(
         format,
         export_cache(kv_cache),
-        input_array(block_table)[0],
-        input_array(seq_lens)[0],
-        input_array(cu_seq_lens)[0],
-        kv_out,
-        pe_out,
-        tag,
-        export_cache(scale),
-        rope_dtype,
-        handle,
+        export_cache(block_table),
+        export_cache(seq_lens),
+        export_cache(cu_seq_lens),
+        int(out.shape[0]),
+        scale=export_cache(scale),
+        rope_dtype=rope_dtype,
+        out=tagged(out),
+        stream=handle,
     )
     return out

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import _mlakv
-from ._arrays import _is_cupy, _is_torch, empty, export, input_array, output_array, stream_handle
+from ._arrays import _is_cupy, _is_torch, empty, export, stream_handle, tagged
 from ._checks import Call
 
 _QUERY_DIM = _mlakv.QUERY_DIM
@@ -37,7 +37,7 @@ def sparse_mla_decode_workspace_size(rows: int, heads: int, topk: int, like: Any
         if value >= 2**31:
             call.value_error(name, "must be < 2^31", str(value))
     cuda, index = _device_of(like) if like is not None else (False, 0)
-    return int(_mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, cuda, index))
+    return int(_mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, (cuda, index)))
 
 
 def _entries(call: Call, name: str, indices: Any) -> int:
@@ -176,28 +176,24 @@ def sparse_mla_decode(
         )
     if lse is None:
         lse = call.allocate("q", lambda: empty(q, (rows, heads), "float32"), (rows, heads), "float32")
-    q_arr, q_tag = input_array(q)
-    out_arr, out_tag = output_array(out)
     _mlakv.sparse_mla_decode(
         format,
-        q_arr,
-        q_tag,
+        tagged(q),
         export(kv_cache),
         export(indices),
-        out_arr,
-        out_tag,
-        export(lse),
-        None if topk_len is None else export(topk_len),
-        0.0 if sm_scale is None else float(sm_scale),
-        export(scale),
-        rope_dtype,
-        None if workspace is None else export(workspace),
-        None if attn_sink is None else export(attn_sink),
-        extra_format,
-        None if extra_kv_cache is None else export(extra_kv_cache),
-        None if extra_indices is None else export(extra_indices),
-        None if extra_topk_len is None else export(extra_topk_len),
-        handle,
+        tagged(topk_len),
+        None if sm_scale is None else float(sm_scale),
+        scale=export(scale),
+        rope_dtype=rope_dtype,
+        workspace=tagged(workspace),
+        attn_sink=tagged(attn_sink),
+        extra_format=extra_format,
+        extra_kv_cache=tagged(extra_kv_cache),
+        extra_indices=tagged(extra_indices),
+        extra_topk_len=tagged(extra_topk_len),
+        out=tagged(out),
+        lse=tagged(lse),
+        stream=handle,
     )
     return out, lse
 
@@ -217,8 +213,6 @@ def merge_attention_states(
     out = call.optional_array("out", out, writable=True)
     lse = call.optional_array("lse", lse, writable=True)
     handle = stream_handle(call.stream("stream", stream), out_a)
-    a_arr, a_tag = input_array(out_a)
-    b_arr, b_tag = input_array(out_b)
     if out is None:
         dtype = "float32" if str(getattr(out_a, "dtype", "")).endswith("float32") else "bfloat16"
         shape = tuple(int(d) for d in out_a.shape)
@@ -226,8 +220,7 @@ def merge_attention_states(
     if lse is None:
         shape = tuple(int(d) for d in lse_a.shape)
         lse = call.allocate("lse_a", lambda: empty(out_a, shape, "float32"), shape, "float32")
-    out_arr, out_tag = output_array(out)
     _mlakv.merge_attention_states(
-        a_arr, a_tag, export(lse_a), b_arr, b_tag, export(lse_b), out_arr, out_tag, export(lse), handle
+        tagged(out_a), export(lse_a), tagged(out_b), export(lse_b), out=tagged(out), lse=export(lse), stream=handle
     )
     return out, lse

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _mlakv
-from ._arrays import empty, export, input_array, output_array, stream_handle
+from ._arrays import empty, export, stream_handle, tagged
 from ._checks import Call
 
 
@@ -52,7 +52,18 @@ def dcp_local_slots(
     if out is None:
         shape = tuple(int(d) for d in getattr(indices, "shape", ()))
         out = call.allocate("indices", lambda: _empty_int32(indices, shape), shape, "int32")
-    _mlakv.dcp_local_slots(export(indices), export(req_id), export(block_table), export(out), *layout, handle)
+    world_size, rank, interleave, block_size = layout
+    _mlakv.dcp_local_slots(
+        export(indices),
+        export(req_id),
+        export(block_table),
+        world_size=world_size,
+        rank=rank,
+        block_size=block_size,
+        interleave=interleave,
+        local_slots=export(out),
+        stream=handle,
+    )
     return out
 
 
@@ -94,9 +105,7 @@ def merge_attention_states(
         out = call.allocate("outs", lambda: empty(outs, shape[1:], dtype), shape[1:], dtype)
     if lse is None:
         lse = call.allocate("outs", lambda: empty(outs, shape[1:3], "float32"), shape[1:3], "float32")
-    outs_arr, outs_tag = input_array(outs)
-    out_arr, out_tag = output_array(out)
-    _mlakv.merge_attention_states_stacked(outs_arr, outs_tag, export(lses), out_arr, out_tag, export(lse), handle)
+    _mlakv.merge_attention_states_stacked(tagged(outs), export(lses), out=tagged(out), lse=export(lse), stream=handle)
     return out, lse
 
 

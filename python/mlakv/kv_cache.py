@@ -47,4 +47,4 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
     if per_token_scale:
         call = Call("concat_and_cache_nvfp4_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope_pts")
     tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
-    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(*tensors, scale, bool(per_token_scale), handle)
+    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(*tensors, scale, bool(per_token_scale), stream=handle)

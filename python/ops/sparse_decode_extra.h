@@ -20,12 +20,12 @@ namespace mlakv::bindings {
 /// A sparse_mla_decode call's extra_* arguments as a binding received them.
 struct ExtraCacheArguments {
   std::optional<std::string_view> format;
-  std::optional<TensorView> kv_cache;
-  std::optional<TensorView> indices;
-  std::optional<TensorView> topk_len;
+  const TensorView* kv_cache = nullptr;  // nullptr: None
+  const TensorView* indices = nullptr;
+  const TensorView* topk_len = nullptr;
 };
 
-/// The extra cache these arguments describe (its views point into `a`), or
+/// The extra cache these arguments describe (its views are `a`'s), or
 /// nullopt when none is given. An extra cache needs its kv_cache and its
 /// format; the indices' absence is the library's to refuse.
 inline std::optional<SparseDecodeExtraCache> extra_cache(std::string_view format, const ExtraCacheArguments& a) {
@@ -44,9 +44,9 @@ inline std::optional<SparseDecodeExtraCache> extra_cache(std::string_view format
     known = true;
   }
   if (!known) fail("extra_format", "unknown id, expected one of " + format_ids(), "'" + std::string(*a.format) + "'");
-  extra.kv_cache = &*a.kv_cache;
-  extra.indices = a.indices ? &*a.indices : nullptr;
-  extra.topk_len = a.topk_len ? &*a.topk_len : nullptr;
+  extra.kv_cache = a.kv_cache;
+  extra.indices = a.indices;
+  extra.topk_len = a.topk_len;
   return extra;
 }
 
