@@ -16,6 +16,8 @@ when ``mlakv.torch`` is imported.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from . import _mlakv
 from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
 from ._checks import Call
+from ._torch_route import NotRoutable, torch_ops, torch_scale
 from .attention import merge_attention_states, sparse_mla_decode, sparse_mla_decode_workspace_size, sparse_mla_workspace
 
 __version__: str = _mlakv.__version__
@@ -142,6 +145,12 @@ def concat_and_cache_mla(
     """
     call = Call("concat_and_cache_mla", kv_cache_dtype)
     call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (auto, fp8, fp8_e4m3, fp8_ds_mla, ...)")
+    ops = torch_ops(stream, kv_c, k_pe, kv_cache, slot_mapping)
+    if ops is not None:
+        with contextlib.suppress(NotRoutable):
+            return ops.concat_and_cache_mla(
+                kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, torch_scale(call, scale)
+            )
     tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
     _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, stream=handle)
 
@@ -175,9 +184,16 @@ def gather_records(
     call = _format_call("gather_records", format)
     kv_cache = call.array("kv_cache", kv_cache)
     slots = call.slots("slots", slots)
-    scale = call.scale("scale", scale)
+    k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
+    ops = torch_ops(call.stream("stream", stream), kv_cache, slots, out)
+    if ops is not None:
+        with contextlib.suppress(NotRoutable):
+            return _gather_records_op(
+                ops, call, format, kv_cache, slots, torch_scale(call, scale), rope_dtype, dtype, out
+            )
+    scale = k_scale
     handle = stream_handle(call.stream("stream", stream), kv_cache)
     n = int(slots.shape[0]) if getattr(slots, "ndim", 0) >= 1 else 0
     nope, rope = _widths(format)
@@ -193,6 +209,17 @@ def gather_records(
         format, export_cache(kv_cache), export_cache(slots), kv_c=tagged(kv_c), k_pe=tagged(k_pe), **options
     )
     return kv_c, k_pe
+
+
+def _gather_records_op(ops, call, format, kv_cache, slots, scale, rope_dtype, dtype, out):
+    """gather_records through torch.ops.mlakv: two new outputs, or the prefill layout's out."""
+    options = {"scale": scale, "rope_dtype": rope_dtype}
+    if out is None:
+        return ops.gather_records(format, kv_cache, slots, dtype=getattr(sys.modules["torch"], dtype), **options)
+    nope, rope = _widths(format)
+    call.prefill_out("out", out, int(slots.shape[0]) if slots.dim() >= 1 else 0, nope + rope)
+    ops.gather_records_out(format, kv_cache, slots, out, **options)
+    return out[:, :nope], out[:, nope:]
 
 
 def gather_records_paged(
@@ -223,10 +250,10 @@ def gather_records_paged(
     block_table = call.array("block_table", block_table)
     seq_lens = call.array("seq_lens", seq_lens)
     cu_seq_lens = call.array("cu_seq_lens", cu_seq_lens)
-    scale = call.scale("scale", scale)
+    k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
-    handle = stream_handle(call.stream("stream", stream), kv_cache)
+    stream = call.stream("stream", stream)
     nope, rope = _widths(format)
     width = nope + rope
     if out is None:
@@ -239,6 +266,14 @@ def gather_records_paged(
             if last < 0:
                 call.value_error("cu_seq_lens", "cu_seq_lens[-1] (the row count) must be >= 0", str(last))
             rows = last
+        ops = torch_ops(stream, kv_cache, block_table, seq_lens, cu_seq_lens)
+        if ops is not None:
+            with contextlib.suppress(NotRoutable):
+                options = {"scale": torch_scale(call, scale), "rope_dtype": rope_dtype}
+                torch_dtype = getattr(sys.modules["torch"], dtype)
+                return ops.gather_records_paged(
+                    format, kv_cache, block_table, seq_lens, cu_seq_lens, rows, dtype=torch_dtype, **options
+                )
         out = call.allocate("num_rows", lambda: empty(kv_cache, (rows, width), dtype), (rows, width), dtype)
     else:
         call.prefill_out("out", out, None, width)
@@ -249,9 +284,9 @@ def gather_records_paged(
         export_cache(seq_lens),
         export_cache(cu_seq_lens),
         int(out.shape[0]),
-        scale=export_cache(scale),
+        scale=export_cache(k_scale),
         rope_dtype=rope_dtype,
         out=tagged(out),
-        stream=handle,
+        stream=stream_handle(stream, kv_cache),
     )
     return out

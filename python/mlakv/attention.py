@@ -4,6 +4,7 @@ merge of partial results (context-parallel decode). See ``include/mlakv/attentio
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 from . import _mlakv
 from ._arrays import _is_cupy, _is_torch, empty, export, stream_handle, tagged
 from ._checks import Call
+from ._torch_route import NotRoutable, torch_ops, torch_scale
 
 _QUERY_DIM = _mlakv.QUERY_DIM
 _VALUE_DIM = _mlakv.VALUE_DIM
@@ -154,7 +156,7 @@ def sparse_mla_decode(
     out = call.optional_array("out", out, writable=True)
     lse = call.optional_array("lse", lse, writable=True)
     workspace = call.optional_array("workspace", workspace, writable=True)
-    scale = call.scale("scale", scale)
+    k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     attn_sink = call.optional_array("attn_sink", attn_sink)
     if extra_format is not None:
@@ -167,7 +169,26 @@ def sparse_mla_decode(
     ):
         query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
         call.type_error("sm_scale", f"must be a float (None: 1/sqrt({query_dim}))", type(sm_scale).__name__)
-    handle = stream_handle(call.stream("stream", stream), q, kv_cache)
+    stream = call.stream("stream", stream)
+    extra = {"extra_kv_cache": extra_kv_cache, "extra_indices": extra_indices, "extra_topk_len": extra_topk_len}
+    tensors = (q, kv_cache, indices, topk_len, workspace, attn_sink, *extra.values())
+    ops = torch_ops(stream, *tensors) if out is None and lse is None else None
+    if ops is not None:
+        with contextlib.suppress(NotRoutable):
+            options = {"scale": torch_scale(call, scale), "rope_dtype": rope_dtype, "workspace": workspace}
+            return ops.sparse_mla_decode(
+                format,
+                q,
+                kv_cache,
+                indices,
+                topk_len,
+                None if sm_scale is None else float(sm_scale),
+                attn_sink=attn_sink,
+                extra_format=extra_format,
+                **extra,
+                **options,
+            )
+    handle = stream_handle(stream, q, kv_cache)
     rows = int(q.shape[0]) if getattr(q, "ndim", 0) >= 1 else 0
     heads = int(q.shape[1]) if getattr(q, "ndim", 0) >= 2 else 0
     if out is None:
@@ -183,7 +204,7 @@ def sparse_mla_decode(
         export(indices),
         tagged(topk_len),
         None if sm_scale is None else float(sm_scale),
-        scale=export(scale),
+        scale=export(k_scale),
         rope_dtype=rope_dtype,
         workspace=tagged(workspace),
         attn_sink=tagged(attn_sink),
@@ -212,7 +233,11 @@ def merge_attention_states(
     out_b, lse_b = call.array("out_b", out_b), call.array("lse_b", lse_b)
     out = call.optional_array("out", out, writable=True)
     lse = call.optional_array("lse", lse, writable=True)
-    handle = stream_handle(call.stream("stream", stream), out_a)
+    stream = call.stream("stream", stream)
+    ops = torch_ops(stream, out_a, lse_a, out_b, lse_b) if out is None and lse is None else None
+    if ops is not None:
+        return ops.merge_attention_states(out_a, lse_a, out_b, lse_b)
+    handle = stream_handle(stream, out_a)
     if out is None:
         dtype = "float32" if str(getattr(out_a, "dtype", "")).endswith("float32") else "bfloat16"
         shape = tuple(int(d) for d in out_a.shape)

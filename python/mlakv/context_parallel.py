@@ -12,6 +12,7 @@ from typing import Any
 from . import _mlakv
 from ._arrays import empty, export, stream_handle, tagged
 from ._checks import Call
+from ._torch_route import torch_ops
 
 
 def _int(call: Call, name: str, x: Any) -> int:
@@ -48,7 +49,14 @@ def dcp_local_slots(
     out = call.optional_array("out", out, writable=True)
     layout = [_int(call, f"layout.{n}", v) for n, v in (("world_size", world_size), ("rank", rank))]
     layout += [_int(call, "layout.interleave", interleave), _int(call, "layout.block_size", block_size)]
-    handle = stream_handle(call.stream("stream", stream), indices)
+    stream = call.stream("stream", stream)
+    ops = torch_ops(stream, indices, req_id, block_table) if out is None else None
+    if ops is not None:
+        world_size, rank, interleave, block_size = layout
+        return ops.dcp_local_slots(
+            indices, req_id, block_table, world_size=world_size, rank=rank, block_size=block_size, interleave=interleave
+        )
+    handle = stream_handle(stream, indices)
     if out is None:
         shape = tuple(int(d) for d in getattr(indices, "shape", ()))
         out = call.allocate("indices", lambda: _empty_int32(indices, shape), shape, "int32")
@@ -98,7 +106,11 @@ def merge_attention_states(
     outs, lses = call.array("outs", outs), call.array("lses", lses)
     out = call.optional_array("out", out, writable=True)
     lse = call.optional_array("lse", lse, writable=True)
-    handle = stream_handle(call.stream("stream", stream), outs)
+    stream = call.stream("stream", stream)
+    ops = torch_ops(stream, outs, lses) if out is None and lse is None else None
+    if ops is not None:
+        return ops.merge_attention_states_stacked(outs, lses)
+    handle = stream_handle(stream, outs)
     shape = tuple(int(d) for d in getattr(outs, "shape", ()))
     if out is None:
         dtype = "float32" if str(getattr(outs, "dtype", "")).endswith("float32") else "bfloat16"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import mlakv
+from conftest import error_of
 
 torch = pytest.importorskip("torch")
 mlakv_torch = pytest.importorskip("mlakv.torch")
@@ -354,14 +355,6 @@ def test_context_parallel_step_compiles_with_no_graph_break(device):
     got = torch.compile(step, fullgraph=True, backend="aot_eager")(*args)
     for g, w in zip(got, want):
         assert torch.equal(g, w)
-
-
-def error_of(call, *args, **kwargs):
-    try:
-        call(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001  (the type is part of what is compared)
-        return type(e), str(e)
-    return None
 
 
 @pytest.mark.parametrize("device", DEVICES)
