@@ -66,16 +66,17 @@ def main() -> None:
     dlpack = _mlakv.concat_and_cache_mla
 
     def raw_views():
-        raw(view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream(kv_c), True)
+        raw(view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream=stream(kv_c), run=True)
 
-    prebuilt = (view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream(kv_c), True)
+    prebuilt = (view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale))
+    prebuilt_options = {"stream": stream(kv_c), "run": True}
 
     def raw_prebuilt():
-        raw(*prebuilt)
+        raw(*prebuilt, **prebuilt_options)
 
     def raw_dlpack():
         handle = torch.cuda.current_stream(dev).cuda_stream if kv_c.is_cuda else 0
-        dlpack(export(kv_c), None, export(k_pe), None, export(cache), export(slots), a.format, export(scale), handle)
+        dlpack(export(kv_c), export(k_pe), export(cache), export(slots), a.format, export(scale), stream=handle)
 
     cases = {
         "raw_extension_prebuilt_views": raw_prebuilt,

@@ -6,8 +6,9 @@ from mlakv._mlakv import raw as raw
 
 # The op functions (one per entry of python/ops/op_table.h): the schema's arguments, then the outputs
 # by name and the stream. Arrays are DLPack producers, a numpy bfloat16 array the pair (its uint16
-# view, "bf16"). mlakv._mlakv.raw has the same functions on view tuples (data_ptr, dtype, shape,
-# strides, device_index), with run=False to run only the checks: mlakv.torch's entry points.
+# view, "bf16"). mlakv._mlakv.raw has the same functions for mlakv.torch: view tuples (data_ptr,
+# dtype, shape, strides, device_index), every argument positional in the schema's order, then the
+# outputs, the stream and run (False: only the checks).
 
 LATENT_DIM: int = 512
 

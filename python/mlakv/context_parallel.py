@@ -134,4 +134,4 @@ def record_all_gather_bytes(format: str, tokens: int, world_size: int) -> dict[s
         call.value_error("format", "must be a format id of mlakv.formats()", repr(format))
     per_rank = -(-tokens // world_size)
     received = (world_size - 1) * per_rank
-    return {"compact": received * int(info["record_bytes"]), "bf16": received * 576 * 2}
+    return {"compact": received * int(info["record_bytes"]), "bf16": received * _mlakv.QUERY_DIM * 2}

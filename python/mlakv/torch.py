@@ -196,20 +196,6 @@ _TORCH_DTYPES = {code: dtype for dtype, code in _DTYPES.items()}
 _SCALES = ("scale", "k_scale")
 
 
-def _bind(arguments: list, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """An op call's arguments by name, defaults filled in (``arguments``: the parsed schema's)."""
-    bound = dict(zip((a.name for a in arguments), args))
-    bound.update(kwargs)
-    for a in arguments:
-        if a.name not in bound and a.has_default_value():
-            bound[a.name] = a.default_value
-    return bound
-
-
-def _first_tensor(arguments: list, bound: dict[str, Any]) -> Optional[torch.Tensor]:
-    return next((bound[a.name] for a in arguments if isinstance(bound.get(a.name), torch.Tensor)), None)
-
-
 def _output_dtype(call: Call, bound: dict[str, Any], rule: tuple) -> torch.dtype:
     source, code, arg = rule
     if source == "constant":
@@ -245,36 +231,6 @@ def _output_shape(call: Call, bound: dict[str, Any], rules: list) -> list:
     return shape
 
 
-def _outputs(op: dict[str, Any], arguments: list, bound: dict[str, Any]) -> list[torch.Tensor]:
-    """The tensors the op returns, on its first tensor's device."""
-    call = Call(op["name"], bound.get("format"))
-    device = _first_tensor(arguments, bound).device if op["outputs"] else None
-    outputs = []
-    for output in op["outputs"]:
-        dtype = _output_dtype(call, bound, output["dtype"])
-        outputs.append(torch.empty(_output_shape(call, bound, output["shape"]), dtype=dtype, device=device))
-    return outputs
-
-
-def _raw_arguments(arguments: list, bound: dict[str, Any], views: Any) -> dict[str, Any]:
-    """The raw entry point's keyword arguments: tensors as ``views`` makes them (_REAL_VIEWS or a _FakeViews)."""
-    raw: dict[str, Any] = {}
-    for a in arguments:
-        x = bound.get(a.name)
-        if isinstance(x, torch.Tensor):
-            cache = a.name == "kv_cache" and a.alias_info is not None and a.alias_info.is_write
-            raw[a.name] = views.scale(x) if a.name in _SCALES else views(x, _CACHE_DTYPES if cache else _DTYPES)
-        elif isinstance(x, torch.dtype):
-            raw[a.name] = (_DTYPES.get(x, _OTHER), str(x))
-        elif isinstance(x, torch.device):
-            raw[a.name] = (x.type == "cuda", (x.index or 0) if x.type == "cuda" else 0)
-        elif x is not None and not isinstance(x, (str, bool, float)):
-            raw[a.name] = _hint(x)  # an int, or a SymInt's hint in a trace
-        else:
-            raw[a.name] = x
-    return raw
-
-
 def _returned(op: dict[str, Any], outputs: list[torch.Tensor], result: Any) -> Any:
     if op["schema"].endswith("-> int"):
         return result
@@ -298,26 +254,55 @@ class _Op:
 
     def __init__(self, op: dict[str, Any]) -> None:
         self.op = op
-        self.arguments = torch._C.parse_schema(f"mlakv::{op['schema']}").arguments
+        arguments = op["arguments"]  # name, type, written, default: the table's parse of the schema
+        self.names = tuple(a["name"] for a in arguments)
+        self.defaults = tuple((a["name"], a["default"]) for a in arguments if "default" in a)
+        # How each argument travels to the raw entry point: the writers' cache may be float8_e4m3fn (its
+        # bytes), a fake CPU k_scale gets a real 1.0 (the checks read its value), a trace's int its hint.
+        self.kinds = tuple(_kind(a) for a in arguments)
         self.entry = getattr(_raw, op["name"])
         # The workspace size has no tensor: one CompositeExplicitAutograd kernel, no fake.
-        self.composite = not any("Tensor" in str(a.type) for a in self.arguments)
+        self.composite = "tensor" not in (a["type"] for a in arguments)
+
+    def _bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """The call's arguments by name, defaults filled in."""
+        bound = dict(zip(self.names, args))
+        bound.update(kwargs)
+        for name, value in self.defaults:
+            bound.setdefault(name, value)
+        return bound
+
+    def _first_tensor(self, bound: dict[str, Any]) -> Optional[torch.Tensor]:
+        return next((bound[n] for n, k in zip(self.names, self.kinds) if k in _TENSORS and bound[n] is not None), None)
+
+    def _outputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
+        """The tensors the op returns, on its first tensor's device."""
+        if not self.op["outputs"]:
+            return []
+        call = Call(self.op["name"], bound.get("format"))
+        device = self._first_tensor(bound).device
+        outputs = []
+        for output in self.op["outputs"]:
+            dtype = _output_dtype(call, bound, output["dtype"])
+            outputs.append(torch.empty(_output_shape(call, bound, output["shape"]), dtype=dtype, device=device))
+        return outputs
 
     def _enter(self, views: Any, bound: dict[str, Any], outputs: list, stream: int, run: bool) -> Any:
-        named = {o["name"]: views(t) for o, t in zip(self.op["outputs"], outputs)}
-        return self.entry(**_raw_arguments(self.arguments, bound, views), **named, stream=stream, run=run)
+        """The raw entry point on ``views`` of the tensors (_REAL_VIEWS or a _FakeViews)."""
+        values = [_travel(kind, bound[name], views) for name, kind in zip(self.names, self.kinds)]
+        return self.entry(*values, *(views(t) for t in outputs), stream, run)
 
     def kernel(self, *args, **kwargs):
-        bound = _bind(self.arguments, args, kwargs)
-        outputs = _outputs(self.op, self.arguments, bound)
-        first = _first_tensor(self.arguments, bound)
+        bound = self._bind(args, kwargs)
+        outputs = self._outputs(bound)
+        first = self._first_tensor(bound)
         result = self._enter(_REAL_VIEWS, bound, outputs, 0 if first is None else _stream(first), True)
         return _returned(self.op, outputs, result)
 
     def fake(self, *args, **kwargs):
         """The outputs, after the real call's checks on made-up addresses."""
-        bound = _bind(self.arguments, args, kwargs)
-        outputs = _outputs(self.op, self.arguments, bound)
+        bound = self._bind(args, kwargs)
+        outputs = self._outputs(bound)
         _fake_checks(lambda v: self._enter(v, bound, outputs, 0, False))
         return _returned(self.op, outputs, None)
 
@@ -329,6 +314,34 @@ class _Op:
                 _lib.impl(name, self.kernel, key)
         if not self.composite:
             torch.library.register_fake(f"mlakv::{name}", self.fake, lib=_lib)
+
+
+_TENSORS = ("tensor", "cache", "scale")
+
+
+def _kind(argument: dict[str, Any]) -> str:
+    if argument["type"] == "tensor":
+        if argument["name"] in _SCALES:
+            return "scale"
+        return "cache" if argument["name"] == "kv_cache" and argument["written"] else "tensor"
+    return argument["type"]
+
+
+def _travel(kind: str, x: Any, views: Any) -> Any:
+    """An argument as the raw entry point takes it."""
+    if x is None or kind in ("str", "float", "bool"):
+        return x
+    if kind == "tensor":
+        return views(x)
+    if kind == "int":
+        return _hint(x)  # an int, or a SymInt's hint in a trace
+    if kind == "cache":
+        return views(x, _CACHE_DTYPES)
+    if kind == "scale":
+        return views.scale(x)
+    if kind == "dtype":
+        return (_DTYPES.get(x, _OTHER), str(x))
+    return (x.type == "cuda", (x.index or 0) if x.type == "cuda" else 0)  # a device
 
 
 for _entry in _TABLE:

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The op table's Python functions: for each op, mlakv._mlakv.<op> (DLPack
-// arrays; a numpy bfloat16 array travels as the pair (its uint16 view, "bf16"))
-// for the public functions, and mlakv._mlakv.raw.<op> (the view tuples of
-// raw_view; run=False runs only the checks) for mlakv.torch's Python kernels
-// and fake implementations. Both take the schema's arguments, then the
-// outputs by name and the stream; _mlakv.op_table() describes the ops to
-// mlakv.torch.
+// The op table's Python functions: for each op, mlakv._mlakv.<op> for the
+// public functions (DLPack arrays, a numpy bfloat16 array as the pair (its
+// uint16 view, "bf16"); the schema's arguments by position or keyword, then the
+// outputs by name and the stream), and mlakv._mlakv.raw.<op> for mlakv.torch's
+// Python kernels and fake implementations (the view tuples of raw_view; every
+// argument positional in the schema's order, then the outputs, the stream and
+// run, where run=False runs only the checks). _mlakv.op_table() describes the
+// ops to mlakv.torch.
 #include "op_functions.h"
 
 #include <nanobind/ndarray.h>
@@ -87,8 +88,21 @@ nb::handle* keyword_slot(const Op& op, const std::vector<SchemaArgument>& schema
   return nullptr;
 }
 
-// Binds the Python call to the schema (positional, then keywords, then the defaults) and runs the op.
-nb::object call(const Op& op, bool raw, nb::args args, nb::kwargs kwargs) {
+// Runs the op on the converted arguments, without the GIL; returns what its schema returns.
+nb::object run_op(const Op& op, std::vector<Value> values, std::vector<TensorView> outputs, std::uintptr_t stream,
+                  bool run) {
+  const bindings::OpCall op_call(op, bindings::schema_arguments(op), std::move(values), std::move(outputs),
+                                 to_stream(stream), run);
+  std::int64_t result = 0;
+  {
+    nb::gil_scoped_release release;
+    result = op.run(op_call);
+  }
+  return bindings::returns_int(op) ? nb::object(nb::int_(result)) : nb::none();
+}
+
+// _mlakv.<op>: binds the Python call to the schema (positional, then keywords, then the defaults).
+nb::object call_function(const Op& op, nb::args args, nb::kwargs kwargs) {
   const std::vector<SchemaArgument>& schema = bindings::schema_arguments(op);
   std::vector<nb::handle> given(schema.size()), outputs(op.outputs.size());
   std::size_t positional = 0;
@@ -96,13 +110,10 @@ nb::object call(const Op& op, bool raw, nb::args args, nb::kwargs kwargs) {
   if (args.size() > positional) argument_error(op, "takes " + std::to_string(positional) + " positional arguments");
   for (std::size_t i = 0; i < args.size(); ++i) given[i] = args[i];
   std::uintptr_t stream = 0;
-  bool run = true;
   for (auto [key, item] : kwargs) {
     const std::string name = nb::cast<std::string>(key);
     if (name == "stream") {
       stream = nb::cast<std::uintptr_t>(item);
-    } else if (raw && name == "run") {
-      run = nb::cast<bool>(item);
     } else if (nb::handle* slot = keyword_slot(op, schema, name, given, outputs)) {
       *slot = item;
     } else {
@@ -113,7 +124,7 @@ nb::object call(const Op& op, bool raw, nb::args args, nb::kwargs kwargs) {
   std::vector<Value> values;
   for (std::size_t i = 0; i < schema.size(); ++i) {
     if (given[i].is_valid()) {
-      values.push_back(value_of(schema[i], given[i], raw, arrays));
+      values.push_back(value_of(schema[i], given[i], false, arrays));
     } else if (!schema[i].default_text.empty()) {
       values.push_back(bindings::default_value(schema[i]));
     } else {
@@ -123,39 +134,60 @@ nb::object call(const Op& op, bool raw, nb::args args, nb::kwargs kwargs) {
   std::vector<TensorView> output_views;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].is_valid()) argument_error(op, "missing output '" + std::string(op.outputs[i].name) + "'");
-    output_views.push_back(tensor_value(outputs[i], raw, true, arrays));
+    output_views.push_back(tensor_value(outputs[i], false, true, arrays));
   }
-  const bindings::OpCall op_call(op, schema, std::move(values), std::move(output_views), to_stream(stream), run);
-  std::int64_t result = 0;
-  {
-    nb::gil_scoped_release release;
-    result = op.run(op_call);
-  }
-  return bindings::returns_int(op) ? nb::object(nb::int_(result)) : nb::none();
+  return run_op(op, std::move(values), std::move(output_views), stream, true);
 }
 
-// The Python signature of an op's function: the schema's arguments, then the outputs, the stream (and run).
+// _mlakv.raw.<op>: every argument positional, in the schema's order (mlakv.torch fills in the defaults),
+// then the outputs, the stream and run: the per-call cost of mlakv.torch's Python kernels.
+nb::object call_raw(const Op& op, nb::args args) {
+  const std::vector<SchemaArgument>& schema = bindings::schema_arguments(op);
+  const std::size_t count = schema.size() + op.outputs.size() + 2;
+  if (args.size() != count) argument_error(op, "takes " + std::to_string(count) + " positional arguments");
+  ImportedArrays unused;  // views own nothing
+  std::vector<Value> values;
+  for (std::size_t i = 0; i < schema.size(); ++i) values.push_back(value_of(schema[i], args[i], true, unused));
+  std::vector<TensorView> outputs;
+  for (std::size_t i = 0; i < op.outputs.size(); ++i) outputs.push_back(raw_view(args[schema.size() + i]));
+  return run_op(op, std::move(values), std::move(outputs), nb::cast<std::uintptr_t>(args[count - 2]),
+                nb::cast<bool>(args[count - 1]));
+}
+
+// The Python signature of an op's function: the schema's arguments, then the outputs and the stream
+// (raw: all positional, and run).
 std::string signature(const Op& op, bool raw) {
   static const char* const kTypes[] = {"object", "str", "float", "int", "bool", "tuple[int, str]", "tuple[bool, int]"};
   std::string text = "def " + std::string(op.name) + "(";
   bool keyword_only = false;
   for (const SchemaArgument& a : bindings::schema_arguments(op)) {
-    if (a.keyword_only && !keyword_only) {
+    if (a.keyword_only && !keyword_only && !raw) {
       text += "*, ";
       keyword_only = true;
     }
     text += a.name + ": " + kTypes[static_cast<int>(a.type)] + (a.optional ? " | None" : "");
-    if (!a.default_text.empty()) text += " = " + a.default_text;
+    if (!a.default_text.empty() && !raw) text += " = " + a.default_text;
     text += ", ";
   }
-  if (!keyword_only) text += "*, ";
+  if (!keyword_only && !raw) text += "*, ";
   for (const bindings::Output& o : op.outputs) text += std::string(o.name) + ": object, ";
-  text += std::string("stream: int = 0") + (raw ? ", run: bool = True" : "");
+  text += raw ? "stream: int, run: bool" : "stream: int = 0";
   return text + ") -> " + (bindings::returns_int(op) ? "int" : "None");
 }
 
-// The table as mlakv.torch reads it: name, schema and each output's dims and dtype.
+// A schema default as a Python value.
+nb::object default_object(const SchemaArgument& a) {
+  const Value value = bindings::default_value(a);
+  if (const auto* text = std::get_if<std::string>(&value)) return nb::str(text->c_str());
+  if (const auto* flag = std::get_if<bool>(&value)) return nb::bool_(*flag);
+  if (const auto* number = std::get_if<std::int64_t>(&value)) return nb::int_(*number);
+  return nb::none();
+}
+
+// The table as mlakv.torch reads it: name, schema, the arguments (name, type, written, default) and
+// each output's dims and dtype.
 nb::list describe_table() {
+  static const char* const kTypes[] = {"tensor", "str", "float", "int", "bool", "dtype", "device"};
   static const char* const kDims[] = {"constant", "axis", "slice", "int", "format_nope", "format_rope", "format_width"};
   static const char* const kDTypes[] = {"constant", "like", "reader_dtype"};
   nb::list ops;
@@ -173,9 +205,19 @@ nb::list describe_table() {
                                        std::string(o.dtype.arg));
       outputs.append(output);
     }
+    nb::list arguments;
+    for (const SchemaArgument& a : bindings::schema_arguments(op)) {
+      nb::dict argument;
+      argument["name"] = a.name;
+      argument["type"] = kTypes[static_cast<int>(a.type)];
+      argument["written"] = a.written;
+      if (!a.default_text.empty()) argument["default"] = default_object(a);
+      arguments.append(argument);
+    }
     nb::dict entry;
     entry["name"] = std::string(op.name);
     entry["schema"] = std::string(op.schema);
+    entry["arguments"] = arguments;
     entry["outputs"] = outputs;
     ops.append(entry);
   }
@@ -185,20 +227,16 @@ nb::list describe_table() {
 }  // namespace
 
 void register_op_functions(nb::module_& m) {
-  nb::module_ raw_module =
-      m.def_submodule("raw", "mlakv.torch's entry points: tensors as view tuples, run=False only checks");
+  nb::module_ raw_module = m.def_submodule(
+      "raw", "mlakv.torch's entry points: tensors as view tuples, all positional, run=False only checks");
   static std::deque<std::string> signatures;  // nanobind keeps the pointers
   for (const Op& op : bindings::op_table()) {
-    for (const bool raw : {false, true}) {
-      const std::string& sig = signatures.emplace_back(signature(op, raw));
-      (raw ? raw_module : m)
-          .def(
-              std::string(op.name).c_str(),
-              [&op, raw](nb::args args, nb::kwargs kwargs) {
-                return call(op, raw, std::move(args), std::move(kwargs));
-              },
-              nb::sig(sig.c_str()));
-    }
+    m.def(
+        op.name.data(), [&op](nb::args args, nb::kwargs kwargs) { return call_function(op, args, kwargs); },
+        nb::sig(signatures.emplace_back(signature(op, false)).c_str()));
+    raw_module.def(
+        op.name.data(), [&op](nb::args args) { return call_raw(op, args); },
+        nb::sig(signatures.emplace_back(signature(op, true)).c_str()));
   }
   m.def("op_table", &describe_table, "The op table (python/ops/op_table.h), as mlakv.torch registers it");
 }
