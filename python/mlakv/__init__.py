@@ -16,8 +16,8 @@ when ``mlakv.torch`` is imported.
 
 from __future__ import annotations
 
-import contextlib
-import sys
+import contextlib as _contextlib
+import sys as _sys
 from typing import Any
 
 import numpy as np
@@ -147,7 +147,7 @@ def concat_and_cache_mla(
     call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (auto, fp8, fp8_e4m3, fp8_ds_mla, ...)")
     ops = torch_ops(stream, kv_c, k_pe, kv_cache, slot_mapping)
     if ops is not None:
-        with contextlib.suppress(NotRoutable):
+        with _contextlib.suppress(NotRoutable):
             return ops.concat_and_cache_mla(
                 kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, torch_scale(call, scale)
             )
@@ -189,7 +189,7 @@ def gather_records(
     dtype = call.output_dtype("dtype", dtype)
     ops = torch_ops(call.stream("stream", stream), kv_cache, slots, out)
     if ops is not None:
-        with contextlib.suppress(NotRoutable):
+        with _contextlib.suppress(NotRoutable):
             return _gather_records_op(
                 ops, call, format, kv_cache, slots, torch_scale(call, scale), rope_dtype, dtype, out
             )
@@ -215,7 +215,7 @@ def _gather_records_op(ops, call, format, kv_cache, slots, scale, rope_dtype, dt
     """gather_records through torch.ops.mlakv: two new outputs, or the prefill layout's out."""
     options = {"scale": scale, "rope_dtype": rope_dtype}
     if out is None:
-        return ops.gather_records(format, kv_cache, slots, dtype=getattr(sys.modules["torch"], dtype), **options)
+        return ops.gather_records(format, kv_cache, slots, dtype=getattr(_sys.modules["torch"], dtype), **options)
     nope, rope = _widths(format)
     call.prefill_out("out", out, int(slots.shape[0]) if slots.dim() >= 1 else 0, nope + rope)
     ops.gather_records_out(format, kv_cache, slots, out, **options)
@@ -268,9 +268,9 @@ def gather_records_paged(
             rows = last
         ops = torch_ops(stream, kv_cache, block_table, seq_lens, cu_seq_lens)
         if ops is not None:
-            with contextlib.suppress(NotRoutable):
+            with _contextlib.suppress(NotRoutable):
                 options = {"scale": torch_scale(call, scale), "rope_dtype": rope_dtype}
-                torch_dtype = getattr(sys.modules["torch"], dtype)
+                torch_dtype = getattr(_sys.modules["torch"], dtype)
                 return ops.gather_records_paged(
                     format, kv_cache, block_table, seq_lens, cu_seq_lens, rows, dtype=torch_dtype, **options
                 )
