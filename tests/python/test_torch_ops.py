@@ -158,28 +158,41 @@ def test_cpp_and_python_registrations_give_the_same_schemas_results_and_errors()
     assert reports["cpp"] == reports["python"]
 
 
-def opcheck(op, args, kwargs=None):
-    # test_autograd_registration needs inputs that require grad; these ops take none.
-    torch.library.opcheck(
-        op, args, kwargs or {}, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
-    )
+def opcheck(op, args, kwargs=None, planar=False):
+    # test_autograd_registration needs inputs that require grad; these ops take none. test_aot_dispatch_dynamic
+    # hands the op contiguous clones of its inputs, which drop a block-planar cache's padded page stride (the
+    # library refuses a block stride below page_bytes); torch.compile itself keeps it (test_v4_decode.py).
+    utils = ("test_schema", "test_faketensor") + (() if planar else ("test_aot_dispatch_dynamic",))
+    torch.library.opcheck(op, args, kwargs or {}, test_utils=utils)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_opcheck_writer_and_readers(fmt, device):
     kv_c, k_pe, cache, slots = written(fmt, 8, device)
-    opcheck(ops.concat_and_cache_mla, (kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device)))
+    planar = FORMATS[fmt]["page"]["kind"] == "block_planar"
+    opcheck(ops.concat_and_cache_mla, (kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device)), planar=planar)
     if fmt in COMPACT:
-        opcheck(ops.concat_and_cache_nvfp4_mla_fp8_rope, (kv_c, k_pe, cache, slots, None, fmt.endswith("pts")))
-    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device)})
-    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device), "dtype": torch.bfloat16})
+        opcheck(
+            ops.concat_and_cache_nvfp4_mla_fp8_rope,
+            (kv_c, k_pe, cache, slots, None, fmt.endswith("pts")),
+            planar=planar,
+        )
+    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device)}, planar=planar)
+    opcheck(
+        ops.gather_records,
+        (fmt, cache, slots),
+        {"scale": scale_for(fmt, device), "dtype": torch.bfloat16},
+        planar=planar,
+    )
     width = sum(FORMATS[fmt]["geometry"][k] for k in ("nope_dims", "rope_dims"))
     prefill = torch.empty(8, width, dtype=torch.bfloat16, device=device)
-    opcheck(ops.gather_records_out, (fmt, cache, slots, prefill), {"scale": scale_for(fmt, device)})
+    opcheck(ops.gather_records_out, (fmt, cache, slots, prefill), {"scale": scale_for(fmt, device)}, planar=planar)
     i32 = {"dtype": torch.int32, "device": device}
     table, lens, cu = torch.tensor([[0, 1]], **i32), torch.tensor([8], **i32), torch.tensor([0, 8], **i32)
-    opcheck(ops.gather_records_paged, (fmt, cache, table, lens, cu, 8), {"scale": scale_for(fmt, device)})
+    opcheck(
+        ops.gather_records_paged, (fmt, cache, table, lens, cu, 8), {"scale": scale_for(fmt, device)}, planar=planar
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
