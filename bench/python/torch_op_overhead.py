@@ -66,13 +66,12 @@ def main() -> None:
     dlpack = _mlakv.concat_and_cache_mla
 
     def raw_views():
-        raw(view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream=stream(kv_c), run=True)
+        raw(view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream(kv_c), True)
 
-    prebuilt = (view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale))
-    prebuilt_options = {"stream": stream(kv_c), "run": True}
+    prebuilt = (view(kv_c), view(k_pe), view(cache), view(slots), a.format, view(scale), stream(kv_c), True)
 
     def raw_prebuilt():
-        raw(*prebuilt, **prebuilt_options)
+        raw(*prebuilt)
 
     def raw_dlpack():
         handle = torch.cuda.current_stream(dev).cuda_stream if kv_c.is_cuda else 0
