@@ -27,6 +27,27 @@ inline std::vector<std::int64_t> make_slots(std::int64_t tokens, bool random, st
   return s;
 }
 
+// The bench's cache of `tokens` slots 0..tokens-1 of `info`'s records: one
+// block of `tokens` records for the 512 + 64 formats; pages of 64 tokens at the
+// padded page stride for the DeepSeek V4 family (block-planar pages and
+// token-major V4.1 records alike), as the engines allocate them.
+struct BenchCache {
+  std::int64_t num_blocks, block_size, block_stride;
+  std::size_t bytes() const { return static_cast<std::size_t>(num_blocks * block_stride); }
+  mlakv::TensorView view(void* data, std::int64_t record_bytes) const {
+    mlakv::TensorView v = mlakv::make_view(data, mlakv::DType::kUInt8, {num_blocks, block_size, record_bytes},
+                                           {mlakv::DeviceType::kCuda, 0});
+    v.strides[0] = block_stride;
+    return v;
+  }
+};
+
+inline BenchCache bench_cache(const mlakv::FormatInfo& info, std::int64_t tokens) {
+  if (info.geometry.nope_dims == 512) return {1, tokens, tokens * info.record_bytes};
+  constexpr std::int64_t kBlockSize = 64;
+  return {(tokens + kBlockSize - 1) / kBlockSize, kBlockSize, mlakv::page_bytes(info, kBlockSize)};
+}
+
 // write_records against the copy, its access pattern alone (pattern_copy.cuh) and, for the 368-byte record
 // flushed, the one-block-per-token baseline.
 void bench_writer(Bench& b, mlakv::Format format, std::int64_t tokens, bool random, bool graph, int sets);

@@ -8,14 +8,17 @@
 // records written; for readers, records and slots read, bf16 rows written) /
 // time. The copy reference moves the same number of bytes (copies half of
 // them) and is the faster of cudaMemcpyAsync and a 16-byte-per-thread copy
-// kernel; fraction_of_copy = copy time / kernel time.
+// kernel; fraction_of_copy = copy time / kernel time. A token's inputs (and a
+// reader's bf16 row) are 1,152 B for the 512 + 64 formats, 1,024 B for the
+// DeepSeek V4 family (448 + 64), whose caches are pages of 64 tokens
+// (benchmarks.h: bench_cache).
 // Large runs: each timed launch is preceded by an L2 flush (a 512 MiB read)
 // and rotates over buffer sets; decode-regime runs (1..1024 tokens) replay a
 // CUDA graph of many launches over rotating buffer sets.
-// Rows of variant "pattern" ("pattern-graph" in the decode regime) time the
-// same loads and stores with the encoding taken out (pattern_copy.cuh): a
-// reference for what the access pattern costs by itself, not a bound (the
-// tuned readers and some writers beat it).
+// Rows of variant "pattern" ("pattern-graph" in the decode regime; the 512 +
+// 64 formats only) time the same loads and stores with the encoding taken out
+// (pattern_copy.cuh): a reference for what the access pattern costs by
+// itself, not a bound (the tuned readers and some writers beat it).
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
@@ -68,7 +71,6 @@ int main(int argc, char** argv) {
   std::printf("%-7s %-26s %-10s %8s %-10s %10s %9s %10s %7s\n", "op", "format", "variant", "tokens", "slots", "us",
               "GB/s", "copy us", "x copy");
   const auto wanted = [&](const mlakv::FormatInfo& info) {
-    if (info.geometry.nope_dims != 512) return false;  // CUDA kernels: the 512 + 64 token-major formats only
     return only_formats.empty() || std::find(only_formats.begin(), only_formats.end(), info.id) != only_formats.end();
   };
   const auto doing = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };

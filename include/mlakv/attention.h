@@ -50,7 +50,8 @@ struct SparseDecodeOptions {
   /// CUDA only (optional): a uint8 buffer of at least
   /// sparse_mla_decode_workspace_size() bytes on the arrays' device. With it,
   /// long rows are split over more thread blocks and merged; without it each
-  /// (row, 16 heads) is one thread block. The CPU ignores it.
+  /// (row, 16 heads) is one thread block. The CPU ignores it after checking it
+  /// as CUDA does (device, dtype, layout, no overlap with the other arguments).
   const TensorView* workspace = nullptr;
   /// [H] float32 (optional, DeepSeek V4 family): a per-head attention sink, a
   /// logit that takes softmax mass but carries no value: out is scaled by

@@ -14,9 +14,10 @@ enum class Backend { kCpu, kCuda };
 
 /// The operations a backend implements per format.
 enum class Operation {
-  kWrite,   ///< concat_and_cache_* (write_records)
-  kRead,    ///< gather_records, gather_records_paged
-  kDecode,  ///< sparse_mla_decode
+  kWrite,    ///< concat_and_cache_* (write_records)
+  kRead,     ///< gather_records, gather_records_paged
+  kDecode,   ///< sparse_mla_decode
+  kPrefill,  ///< sparse_mla_prefill
 };
 
 struct Capability {
@@ -27,6 +28,7 @@ struct Capability {
   bool writer;            ///< supports(format, backend, Operation::kWrite)
   bool reader;            ///< supports(format, backend, Operation::kRead)
   bool decode;            ///< supports(format, backend, Operation::kDecode)
+  bool prefill;           ///< supports(format, backend, Operation::kPrefill)
 };
 
 /// Engines check this at start-up instead of failing at the first write.

@@ -12,6 +12,7 @@
 #include "mlakv/attention.h"
 #include "mlakv/context_parallel.h"
 #include "mlakv/formats.h"
+#include "mlakv/prefill.h"
 #include "mlakv/readers.h"
 #include "mlakv/tensor_view.h"
 
@@ -34,6 +35,9 @@ void check_gather_records_paged(Format format, const TensorView& kv_cache, const
 
 void check_sparse_mla_decode(Format format, const TensorView& q, const TensorView& kv_cache, const TensorView& indices,
                              const TensorView& out, const TensorView& lse, const SparseDecodeOptions& options = {});
+
+void check_sparse_mla_prefill(Format format, const TensorView& q, const TensorView& kv_cache, const TensorView& indices,
+                              const TensorView& out, const TensorView& lse, const SparsePrefillOptions& options = {});
 
 void check_merge_attention_states(const TensorView& out_a, const TensorView& lse_a, const TensorView& out_b,
                                   const TensorView& lse_b, const TensorView& out, const TensorView& lse);

@@ -22,7 +22,7 @@ std::span<const Op> op_table() {
        "Tensor? scale=None, bool per_token_scale=False) -> ()",
        {},
        &run_concat_and_cache_nvfp4_mla_fp8_rope},
-      // the vLLM adapter's write through the engine seam (mlakv/engine.h) of one configuration
+      // the vLLM adapter's write through the engine seam (mlakv/mla_kv_cache_writer.h) of one configuration
       {"mla_kv_cache_writer_update",
        "mla_kv_cache_writer_update(Tensor kv_c, Tensor k_pe, Tensor(a!) kv_cache, Tensor slot_mapping, "
        "str kv_cache_dtype, Tensor? k_scale, str seam_kv_cache_dtype, bool fp8_rope, bool per_token_scale) -> ()",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The writers' run functions: concat_and_cache_mla (vLLM's op), the packaged
-// compact writer, and the engine seam's update (mlakv/engine.h).
+// compact writer, and the engine seam's update (mlakv/mla_kv_cache_writer.h).
 #include "mlakv/writers.h"
 
 #include <map>
@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "mlakv/checks.h"
-#include "mlakv/engine.h"
+#include "mlakv/mla_kv_cache_writer.h"
 #include "run_functions.h"
 
 namespace mlakv::bindings {

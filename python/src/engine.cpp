@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// mlakv._mlakv.MlaKvCacheWriter: the C++ engine seam (mlakv/engine.h), bound
-// once by mlakv.integrations.vllm at construction. update takes DLPack arrays
-// (numpy bf16 as tagged uint16 views); on torch tensors the adapter calls the
-// op mla_kv_cache_writer_update (python/ops/op_table.h) instead.
-#include "mlakv/engine.h"
-
+// mlakv._mlakv.MlaKvCacheWriter: the C++ engine seam
+// (mlakv/mla_kv_cache_writer.h), bound once by mlakv.integrations.vllm at
+// construction. update takes DLPack arrays (numpy bf16 as tagged uint16
+// views); on torch tensors the adapter calls the op mla_kv_cache_writer_update
+// (python/ops/op_table.h) instead.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -15,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "mlakv/mla_kv_cache_writer.h"
 #include "views.h"
 
 namespace mlakv::python {

@@ -27,7 +27,7 @@ std::vector<std::string> cuda_archs() {
 // records and block-planar pages, src/cpu/ and src/cuda/); the CPU's sparse
 // decode (the reference) reads every format, the DeepSeek V4 family's with its
 // sink and extra cache; the CUDA decode reads the token-major records of 512 +
-// 64 values.
+// 64 values. The prefill's rows are decode rows: it reads what the decode reads.
 bool supports(Format format, Backend backend, Operation operation) noexcept {
   if (backend == Backend::kCuda && !MLAKV_WITH_CUDA) return false;
   const FormatInfo& info = format_info(format);
@@ -36,6 +36,7 @@ bool supports(Format format, Backend backend, Operation operation) noexcept {
     case Operation::kRead:
       return true;
     case Operation::kDecode:
+    case Operation::kPrefill:
       if (backend == Backend::kCpu) return true;
       return info.page.kind == PageKind::kTokenMajor && info.geometry.nope_dims == kLatentDim &&
              info.geometry.rope_dims == kRopeDim;
@@ -52,7 +53,8 @@ std::vector<Capability> capabilities() {
                       arch,
                       supports(format, backend, Operation::kWrite),
                       supports(format, backend, Operation::kRead),
-                      supports(format, backend, Operation::kDecode)};
+                      supports(format, backend, Operation::kDecode),
+                      supports(format, backend, Operation::kPrefill)};
   };
   for (const FormatInfo& info : formats()) {
     caps.push_back(capability(info.format, Backend::kCpu, "any"));

@@ -48,6 +48,8 @@ std::string_view operation_name(Operation operation) {
       return "gather_records";
     case Operation::kDecode:
       return "sparse_mla_decode";
+    case Operation::kPrefill:
+      return "sparse_mla_prefill";
   }
   return "";
 }
@@ -276,6 +278,11 @@ params::CacheLayout check_cache(const Check& check, const FormatInfo& info, cons
                 "slot capacity and byte extent must fit int64 (the writer's index type)", shape_string(v));
   MLAKV_REQUIRE(check, num_blocks == 1 || v.strides[0] >= block_span, ErrorCode::kLayout, name,
                 "block stride must be >= " + str(block_span) + " (blocks must not overlap)", str(v.strides[0]));
+  if (planar) {  // a block-planar page is its rows and its padding (docs/ABI.md): pages do not share it
+    const std::int64_t page = page_bytes(info, block_size);
+    MLAKV_REQUIRE(check, num_blocks == 1 || v.strides[0] >= page, ErrorCode::kLayout, name,
+                  "block stride must be >= " + str(page) + " (mlakv::page_bytes: the padded page)", str(v.strides[0]));
+  }
   check_data(check, name, v);
   if (require_alignment) {
     const auto align = static_cast<std::int64_t>(info.cache_alignment);

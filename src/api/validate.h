@@ -38,7 +38,9 @@ TensorView cache_as_bytes(const TensorView& view);
 }  // namespace mlakv::api
 
 #include "mlakv/attention.h"
+#include "mlakv/prefill.h"
 #include "params/attention_params.h"
+#include "params/prefill_params.h"
 
 namespace mlakv::api {
 
@@ -48,6 +50,13 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
                                                   const TensorView& kv_cache, const TensorView& indices,
                                                   const TensorView& out, const TensorView& lse,
                                                   const SparseDecodeOptions& options);
+
+/// Everything sparse_mla_prefill reads and writes: the decode's rules for the
+/// arguments both take (a prefill row is a decode row).
+params::SparsePrefillParams validate_sparse_prefill(const Check& check, Format format, const TensorView& q,
+                                                    const TensorView& kv_cache, const TensorView& indices,
+                                                    const TensorView& out, const TensorView& lse,
+                                                    const SparsePrefillOptions& options);
 
 params::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,
                                    const TensorView& out_b, const TensorView& lse_b, const TensorView& out,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Argument rules of the attention API (sparse decode, merge).
+// Argument rules of the attention API (sparse decode and prefill, merge).
 #include <cmath>
 #include <string>
 
@@ -82,17 +82,18 @@ const std::int32_t* check_topk_len(const Check& check, std::string_view name, co
 bool is_v4_decode(const FormatInfo& info) { return info.geometry.nope_dims != kLatentDim; }
 std::int64_t query_dims(const FormatInfo& info) { return info.geometry.nope_dims + info.geometry.rope_dims; }
 
-}  // namespace
-
-params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
-                                                  const TensorView& kv_cache, const TensorView& indices,
-                                                  const TensorView& out, const TensorView& lse,
-                                                  const SparseDecodeOptions& options) {
+// The rules of sparse attention rows, a decode's or a prefill's (`operation`:
+// whose formats the backend must support); a prefill passes no workspace and
+// no extra cache.
+params::SparseDecodeParams validate_sparse_rows(const Check& check, Operation operation, Format format,
+                                                const TensorView& q, const TensorView& kv_cache,
+                                                const TensorView& indices, const TensorView& out, const TensorView& lse,
+                                                const SparseDecodeOptions& options) {
   const Device device =
       check_devices(check, {{"q", &q}, {"kv_cache", &kv_cache}, {"indices", &indices}, {"out", &out}, {"lse", &lse}});
   const bool cuda = device.type == DeviceType::kCuda;
-  // format: one the backend's decode reads
-  check_supported(check, format, device, Operation::kDecode);
+  // format: one the backend's operation reads
+  check_supported(check, format, device, operation);
   const FormatInfo& info = format_info(format);
   const std::int64_t qk_dim = query_dims(info);
   const bool v4 = is_v4_decode(info);
@@ -166,7 +167,7 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
   }
   void* workspace = nullptr;
   std::int64_t workspace_bytes = 0;
-  if (options.workspace != nullptr && cuda) {
+  if (options.workspace != nullptr) {  // the CPU ignores it, but checks it as CUDA does
     const TensorView& w = *options.workspace;
     MLAKV_REQUIRE(check, w.device == device, ErrorCode::kDevice, "workspace",
                   "must be on the same device as q (" + device_string(device) + ")", device_string(w.device));
@@ -228,6 +229,27 @@ params::SparseDecodeParams validate_sparse_decode(const Check& check, Format for
                                     attn_sink,
                                     attn_sink_stride,
                                     extra};
+}
+
+}  // namespace
+
+params::SparseDecodeParams validate_sparse_decode(const Check& check, Format format, const TensorView& q,
+                                                  const TensorView& kv_cache, const TensorView& indices,
+                                                  const TensorView& out, const TensorView& lse,
+                                                  const SparseDecodeOptions& options) {
+  return validate_sparse_rows(check, Operation::kDecode, format, q, kv_cache, indices, out, lse, options);
+}
+
+params::SparsePrefillParams validate_sparse_prefill(const Check& check, Format format, const TensorView& q,
+                                                    const TensorView& kv_cache, const TensorView& indices,
+                                                    const TensorView& out, const TensorView& lse,
+                                                    const SparsePrefillOptions& options) {
+  SparseDecodeOptions rows;
+  rows.sm_scale = options.sm_scale;
+  rows.topk_len = options.topk_len;
+  rows.decode = options.decode;
+  rows.attn_sink = options.attn_sink;
+  return validate_sparse_rows(check, Operation::kPrefill, format, q, kv_cache, indices, out, lse, rows);
 }
 
 params::MergeParams validate_merge(const Check& check, const TensorView& out_a, const TensorView& lse_a,

@@ -346,6 +346,16 @@ MLAKV_HD void store_pair_bits(std::uint16_t* dst, std::uint32_t pair) {
   dst[1] = static_cast<std::uint16_t>(pair >> 16);
 }
 
+/// decode_e4m3(code) * scale of the kCount codes at `src` (aligned to kCount
+/// on the GPU): the E4M3 RoPE of the 368 and 352 records, the V4 family's tiles.
+template <int kCount>
+MLAKV_HD void decode_e4m3_times_scale(const std::uint8_t* src, float scale, float* out) {
+  std::uint8_t codes[kCount];
+  load_aligned<kCount>(codes, src);
+  MLAKV_UNROLL
+  for (int i = 0; i < kCount; ++i) out[i] = decode_e4m3(codes[i]) * scale;
+}
+
 /// encode_bf16(decode_e4m3(code) * scale) of the kCount codes at `src`
 /// (aligned to kCount), converting the codes two at a time (CUDA's paired
 /// conversion) and rounding the products in pairs: the fp8 codecs' bf16 decode.

@@ -10,6 +10,8 @@
 
 #include "codec/element.h"
 #include "codec/nvfp4.h"
+#include "codec/token.h"
+#include "codec/v4_lanes.h"
 #include "format/specs.h"
 
 namespace mlakv::codec {
@@ -47,78 +49,94 @@ struct CodecFp8DsMlaV4 {
     return value;
   }
 
-  /// Tile `tile` (NoPE values [64 tile, 64 tile + 64)): its amax, scale byte and codes.
+  /// Lanes 0..27 each own a quarter of a tile of NoPE values; lanes 28..31 the RoPE (codec/v4_lanes.h).
+  static constexpr int kTileLanes = Spec::kTileSize / kV4LaneValues;
+  static_assert(kNope == kV4NopeDims && kRope == (kV4Lanes - kV4NopeLanes) * kV4LaneValues);
+
+  /// max |x| over the lane's 16 inputs, NaN ignored (the RoPE lanes' is never used).
   template <InputDtype kDtype>
-  MLAKV_HD static void encode_tile(int tile, const std::uint16_t* nope, std::uint8_t* data_row,
+  MLAKV_HD static float lane_amax(const std::uint16_t* x) {
+    return amax_of<kDtype, kV4LaneValues>(x);
+  }
+
+  /// A NoPE lane: its 16 codes E4M3(x / 2^e) (one aligned store; the GPU
+  /// multiplies by 2^-e, the same real number rounded once) and, for a
+  /// tile's first lane, the tile's scale byte. A RoPE lane: its 16 values as
+  /// bf16, and lane 28 the scale row's zero pad.
+  template <InputDtype kDtype>
+  MLAKV_HD static void encode_lane(int lane, float tile_amax, const std::uint16_t* x, std::uint8_t* data_row,
                                    std::uint8_t* scale_row) {
-    const std::uint16_t* x = nope + tile * Spec::kTileSize;
-    float amax = 0.0f;
-    MLAKV_UNROLL
-    for (int i = 0; i < Spec::kTileSize; ++i) amax = fold_amax(amax, load_input<kDtype>(x[i]));
-    const std::uint8_t byte = scale_byte(amax);
-    const float scale = scale_value(byte, /*for_encoding=*/true);
-    MLAKV_UNROLL
-    for (int i = 0; i < Spec::kTileSize; ++i) {
-      data_row[Spec::kNope.offset + tile * Spec::kTileSize + i] = encode_e4m3(div_rn(load_input<kDtype>(x[i]), scale));
+    if (lane < kV4NopeLanes) {
+      const std::uint8_t byte = scale_byte(tile_amax);
+      alignas(16) std::uint8_t codes[kV4LaneValues];
+      with_scale_divisor(scale_value(byte, /*for_encoding=*/true),
+                         [&](auto divide) { encode_e4m3_quotients<kDtype, kV4LaneValues>(x, divide, codes); });
+      store_aligned<kV4LaneValues>(data_row + Spec::kNope.offset + lane * kV4LaneValues, codes);
+      if (lane % kTileLanes == 0) scale_row[Spec::kScales.offset + lane / kTileLanes] = byte;
+      return;
     }
-    scale_row[Spec::kScales.offset + tile] = byte;
-  }
-
-  /// The RoPE values of the data row and the scale row's zero pad.
-  template <InputDtype kDtype>
-  MLAKV_HD static void encode_rope(const std::uint16_t* rope, std::uint8_t* data_row, std::uint8_t* scale_row) {
-    for (int i = 0; i < kRope; ++i)
-      store_u16(data_row + Spec::kRope.offset + 2 * i, input_as_bf16_bits<kDtype>(rope[i]));
-    scale_row[Spec::kScalePad.offset] = 0;
-  }
-
-  /// A token is kParts independent parts (the 7 tiles, then the RoPE and the
-  /// pad), each writing its own bytes: the CPU runs them in order, a CUDA
-  /// thread runs one.
-  static constexpr int kParts = Spec::kTiles + 1;
-
-  template <InputDtype kDtype>
-  MLAKV_HD static void encode_part(int part, const std::uint16_t* nope, const std::uint16_t* rope,
-                                   std::uint8_t* data_row, std::uint8_t* scale_row) {
-    if (part < Spec::kTiles) {
-      encode_tile<kDtype>(part, nope, data_row, scale_row);
-    } else {
-      encode_rope<kDtype>(rope, data_row, scale_row);
-    }
+    alignas(16) std::uint16_t bf16[kV4LaneValues];
+    MLAKV_UNROLL
+    for (int i = 0; i < kV4LaneValues; ++i) bf16[i] = input_as_bf16_bits<kDtype>(x[i]);
+    std::uint8_t* dst = data_row + Spec::kRope.offset + 2 * kV4LaneValues * (lane - kV4NopeLanes);
+    store_aligned<16>(dst, reinterpret_cast<const std::uint8_t*>(bf16));
+    store_aligned<16>(dst + 16, reinterpret_cast<const std::uint8_t*>(bf16) + 16);
+    if (lane == kV4NopeLanes) scale_row[Spec::kScalePad.offset] = 0;
   }
 
   /// Every byte of the token's data row and scale row.
   template <InputDtype kDtype>
   MLAKV_HD static void encode_token(const std::uint16_t* nope, const std::uint16_t* rope, std::uint8_t* data_row,
                                     std::uint8_t* scale_row) {
-    for (int part = 0; part < kParts; ++part) encode_part<kDtype>(part, nope, rope, data_row, scale_row);
+    encode_v4_token<CodecFp8DsMlaV4, kDtype>(nope, rope, data_row, scale_row);
   }
 
-  /// Part `part` decoded into its 64 values: tile k's NoPE values [64k,
-  /// 64k + 64) as decode_E4M3(code) * 2^(byte - 127) (exact), or the 64 RoPE
-  /// values (bf16).
-  static constexpr int kPartValues = Spec::kTileSize;
-  static_assert(Spec::kTileSize == kRope, "a tile and the RoPE are both 64 values");
-
-  MLAKV_HD static void decode_part(int part, const std::uint8_t* data_row, const std::uint8_t* scale_row,
+  /// The lane's 16 values: NoPE as decode_E4M3(code) * 2^(byte - 127)
+  /// (exact), or RoPE (bf16).
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* data_row, const std::uint8_t* scale_row,
                                    float* values) {
-    if (part < Spec::kTiles) {
-      const float scale = scale_value(scale_row[Spec::kScales.offset + part], /*for_encoding=*/false);
-      for (int i = 0; i < Spec::kTileSize; ++i) {
-        values[i] = decode_e4m3(data_row[Spec::kNope.offset + part * Spec::kTileSize + i]) * scale;
-      }
-    } else {
-      for (int i = 0; i < kRope; ++i) {
-        values[i] = load_input<InputDtype::kBf16>(load_u16(data_row + Spec::kRope.offset + 2 * i));
-      }
+    if (lane < kV4NopeLanes) {
+      decode_e4m3_times_scale<kV4LaneValues>(data_row + Spec::kNope.offset + lane * kV4LaneValues,
+                                             lane_scale(lane, scale_row), values);
+      return;
     }
+    alignas(16) std::uint16_t bits[kV4LaneValues];
+    load_rope_lane(lane, data_row, bits);
+    MLAKV_UNROLL
+    for (int i = 0; i < kV4LaneValues; ++i) values[i] = load_input<InputDtype::kBf16>(bits[i]);
+  }
+
+  /// decode_lane's values as bf16 bits (encode_bf16 of each): codes
+  /// converted two at a time, products rounded in pairs; RoPE bits kept but
+  /// for NaNs, stored as 0x7FFF.
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* data_row, const std::uint8_t* scale_row,
+                                        std::uint16_t* values) {
+    if (lane < kV4NopeLanes) {
+      decode_e4m3_times_scale_bf16<kV4LaneValues>(data_row + Spec::kNope.offset + lane * kV4LaneValues,
+                                                  lane_scale(lane, scale_row), values);
+      return;
+    }
+    load_rope_lane(lane, data_row, values);
+    MLAKV_UNROLL
+    for (int i = 0; i < kV4LaneValues; ++i) values[i] = encode_bf16(load_input<InputDtype::kBf16>(values[i]));
   }
 
   MLAKV_HD static void decode_token(const std::uint8_t* data_row, const std::uint8_t* scale_row, float* nope,
                                     float* rope) {
-    for (int part = 0; part < kParts; ++part) {
-      decode_part(part, data_row, scale_row, part < Spec::kTiles ? nope + part * Spec::kTileSize : rope);
-    }
+    decode_v4_token<CodecFp8DsMlaV4>(data_row, scale_row, nope, rope);
+  }
+
+ private:
+  /// The scale of a NoPE lane's tile; byte 0xFF reads as NaN.
+  MLAKV_HD static float lane_scale(int lane, const std::uint8_t* scale_row) {
+    return scale_value(scale_row[Spec::kScales.offset + lane / kTileLanes], /*for_encoding=*/false);
+  }
+
+  /// A RoPE lane's 16 bf16 values (two aligned 16-byte loads on the GPU).
+  MLAKV_HD static void load_rope_lane(int lane, const std::uint8_t* data_row, std::uint16_t* bits) {
+    const std::uint8_t* src = data_row + Spec::kRope.offset + 2 * kV4LaneValues * (lane - kV4NopeLanes);
+    load_aligned<16>(reinterpret_cast<std::uint8_t*>(bits), src);
+    load_aligned<16>(reinterpret_cast<std::uint8_t*>(bits) + 16, src + 16);
   }
 };
 

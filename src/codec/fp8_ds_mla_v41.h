@@ -13,6 +13,7 @@
 
 #include "codec/element.h"
 #include "codec/fp8_ds_mla_v4.h"
+#include "codec/v4_lanes.h"
 #include "format/specs.h"
 
 namespace mlakv::codec {
@@ -27,51 +28,56 @@ struct CodecDsv41Mxfp8 {
   static constexpr format::Field kDataRow = Spec::kCodes;
   static constexpr format::Field kScaleRow = Spec::kScales;
 
-  /// A part is one tile: 32 values, NoPE for tiles 0..13, RoPE for 14 and 15.
-  static constexpr int kParts = Spec::kTiles;
-  static constexpr int kPartValues = Spec::kTileSize;
+  /// A tile is 32 values, two lanes (codec/v4_lanes.h): tiles 0..13 the NoPE, 14 and 15 the RoPE.
+  static constexpr int kTileLanes = Spec::kTileSize / kV4LaneValues;
+  static_assert(kNope == kV4NopeDims && Spec::kCodes.offset == 0 && Spec::kScales.bytes == kV4Lanes / kTileLanes);
 
-  /// The 16-bit inputs of tile `tile` (no tile straddles NoPE and RoPE).
-  MLAKV_HD static const std::uint16_t* tile_input(int tile, const std::uint16_t* nope, const std::uint16_t* rope) {
-    const int start = tile * Spec::kTileSize;
-    return start < kNope ? nope + start : rope + (start - kNope);
+  /// max |x| over the lane's 16 inputs, NaN ignored.
+  template <InputDtype kDtype>
+  MLAKV_HD static float lane_amax(const std::uint16_t* x) {
+    return amax_of<kDtype, kV4LaneValues>(x);
   }
 
+  /// The lane's 16 codes E4M3(x / 2^e) (one aligned store; the GPU multiplies
+  /// by 2^-e, the same real number rounded once) and, for a tile's first
+  /// lane, the tile's UE8M0 byte (the V4 page's rule).
   template <InputDtype kDtype>
-  MLAKV_HD static void encode_part(int part, const std::uint16_t* nope, const std::uint16_t* rope,
-                                   std::uint8_t* data_row, std::uint8_t* scale_row) {
-    const std::uint16_t* x = tile_input(part, nope, rope);
-    float amax = 0.0f;
-    MLAKV_UNROLL
-    for (int i = 0; i < Spec::kTileSize; ++i) amax = fold_amax(amax, load_input<kDtype>(x[i]));
-    const std::uint8_t byte = CodecFp8DsMlaV4::scale_byte(amax);
-    const float scale = CodecFp8DsMlaV4::scale_value(byte, /*for_encoding=*/true);
-    MLAKV_UNROLL
-    for (int i = 0; i < Spec::kTileSize; ++i) {
-      data_row[part * Spec::kTileSize + i] = encode_e4m3(div_rn(load_input<kDtype>(x[i]), scale));
-    }
-    scale_row[part] = byte;
+  MLAKV_HD static void encode_lane(int lane, float tile_amax, const std::uint16_t* x, std::uint8_t* data_row,
+                                   std::uint8_t* scale_row) {
+    const std::uint8_t byte = CodecFp8DsMlaV4::scale_byte(tile_amax);
+    alignas(16) std::uint8_t codes[kV4LaneValues];
+    with_scale_divisor(CodecFp8DsMlaV4::scale_value(byte, /*for_encoding=*/true),
+                       [&](auto divide) { encode_e4m3_quotients<kDtype, kV4LaneValues>(x, divide, codes); });
+    store_aligned<kV4LaneValues>(data_row + lane * kV4LaneValues, codes);
+    if (lane % kTileLanes == 0) scale_row[lane / kTileLanes] = byte;
   }
 
   template <InputDtype kDtype>
   MLAKV_HD static void encode_token(const std::uint16_t* nope, const std::uint16_t* rope, std::uint8_t* data_row,
                                     std::uint8_t* scale_row) {
-    for (int part = 0; part < kParts; ++part) encode_part<kDtype>(part, nope, rope, data_row, scale_row);
+    encode_v4_token<CodecDsv41Mxfp8, kDtype>(nope, rope, data_row, scale_row);
   }
 
-  /// Tile `part` decoded: decode_E4M3(code) * 2^(byte - 127), exact; byte 0xFF reads as NaN.
-  MLAKV_HD static void decode_part(int part, const std::uint8_t* data_row, const std::uint8_t* scale_row,
+  /// The lane's values: decode_E4M3(code) * 2^(byte - 127), exact; byte 0xFF reads as NaN.
+  MLAKV_HD static void decode_lane(int lane, const std::uint8_t* data_row, const std::uint8_t* scale_row,
                                    float* values) {
-    const float scale = CodecFp8DsMlaV4::scale_value(scale_row[part], /*for_encoding=*/false);
-    for (int i = 0; i < Spec::kTileSize; ++i) values[i] = decode_e4m3(data_row[part * Spec::kTileSize + i]) * scale;
+    decode_e4m3_times_scale<kV4LaneValues>(data_row + lane * kV4LaneValues, lane_scale(lane, scale_row), values);
+  }
+
+  /// decode_lane's values as bf16 bits (encode_bf16 of each), converted in pairs.
+  MLAKV_HD static void decode_lane_bf16(int lane, const std::uint8_t* data_row, const std::uint8_t* scale_row,
+                                        std::uint16_t* values) {
+    decode_e4m3_times_scale_bf16<kV4LaneValues>(data_row + lane * kV4LaneValues, lane_scale(lane, scale_row), values);
   }
 
   MLAKV_HD static void decode_token(const std::uint8_t* data_row, const std::uint8_t* scale_row, float* nope,
                                     float* rope) {
-    for (int part = 0; part < kParts; ++part) {
-      const int start = part * kPartValues;
-      decode_part(part, data_row, scale_row, start < kNope ? nope + start : rope + (start - kNope));
-    }
+    decode_v4_token<CodecDsv41Mxfp8>(data_row, scale_row, nope, rope);
+  }
+
+ private:
+  MLAKV_HD static float lane_scale(int lane, const std::uint8_t* scale_row) {
+    return CodecFp8DsMlaV4::scale_value(scale_row[lane / kTileLanes], /*for_encoding=*/false);
   }
 };
 

@@ -98,15 +98,6 @@ MLAKV_HD void decode_nvfp4_group(const std::uint8_t* packed, float scale, float 
   }
 }
 
-/// A lane's E4M3 RoPE bytes decoded and multiplied by `scale`.
-template <int kN>
-MLAKV_HD void decode_rope_e4m3(const std::uint8_t* codes, float scale, float* out) {
-  std::uint8_t bytes[kN];
-  load_aligned<kN>(bytes, codes);
-  MLAKV_UNROLL
-  for (int i = 0; i < kN; ++i) out[i] = decode_e4m3(bytes[i]) * scale;
-}
-
 /// A lane's two E4M3 RoPE codes decoded, multiplied by `scale` and rounded to
 /// bf16, the first in the low half (one paired conversion on the GPU).
 MLAKV_HD std::uint32_t decode_rope_pair_bf16(const std::uint8_t* codes, float scale) {

@@ -73,7 +73,7 @@ struct CodecNvfp4DsMlaFp8Rope {
                                    float* k_pe) {
     decode_latent_group(lane, record, in_order_scale_byte(record, lane), 1.0f, kv_c);
     const float rs = load_f32(record + Spec::kRopeScale.offset);
-    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
+    decode_e4m3_times_scale<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
   }
 };
 

@@ -85,7 +85,7 @@ struct CodecNvfp4DsMlaFp8RopePts {
     decode_latent_group(lane, record, in_order_scale_byte(record, lane), load_f32(record + Spec::kTokenScale.offset),
                         kv_c);
     const float rs = load_f32(record + Spec::kRopeScale.offset);
-    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
+    decode_e4m3_times_scale<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, rs, k_pe);
   }
 };
 

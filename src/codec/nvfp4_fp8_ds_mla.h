@@ -78,7 +78,7 @@ struct CodecNvfp4Fp8DsMla {
   MLAKV_HD static void decode_lane(int lane, const std::uint8_t* record, const DecodeParams&, float* kv_c,
                                    float* k_pe) {
     decode_latent_group(lane, record, record[Spec::group_scale_offset(lane)], 1.0f, kv_c);
-    decode_rope_e4m3<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, k_pe);
+    decode_e4m3_times_scale<kRopePerLane>(record + Spec::kRope.offset + lane * kRopePerLane, 1.0f, k_pe);
   }
 };
 

@@ -11,6 +11,7 @@
 #include "params/attention_params.h"
 #include "params/context_parallel.h"
 #include "params/params.h"
+#include "params/prefill_params.h"
 
 namespace mlakv::cuda {
 
@@ -33,6 +34,8 @@ int multiprocessor_count(int device);
 /// Bytes of split-K partials the sparse decode uses with a workspace.
 std::int64_t sparse_decode_workspace_bytes(std::int64_t rows, std::int64_t heads, std::int64_t topk, int device);
 cudaError_t sparse_mla_decode(const params::SparseDecodeParams& params, cudaStream_t stream);
+/// The decode's kernels over the prefill's rows, with no workspace (src/cuda/prefill/).
+cudaError_t sparse_mla_prefill(const params::SparsePrefillParams& params, cudaStream_t stream);
 cudaError_t merge_attention_states(const params::MergeParams& params, cudaStream_t stream);
 cudaError_t dcp_local_slots(const params::LocalSlotsParams& params, cudaStream_t stream);
 cudaError_t merge_attention_states(const params::StackedMergeParams& params, cudaStream_t stream);

@@ -28,8 +28,8 @@ struct Tag {
 };
 
 /// Whether `format` stores DeepSeek V4's token (448 NoPE + 64 RoPE values,
-/// block-planar or token-major): its codec encodes and decodes a token in
-/// independent parts and is reached through visit_part_codec, never visit_codec.
+/// block-planar or token-major): its codec writes a data row and a scale row
+/// (codec/v4_lanes.h) and is reached through visit_part_codec, never visit_codec.
 inline bool is_part_coded(Format format) { return format_info(format).geometry.nope_dims != format::kLatentDim; }
 
 /// Calls fn(Tag<Codec>{}) for the codec of a 512 + 64 `format` (callers
@@ -63,11 +63,10 @@ decltype(auto) visit_codec(Format format, Fn&& fn) {
   return fn(Tag<CodecBf16>{});  // unreachable: every token-major enumerator is handled above
 }
 
-/// Calls fn(Tag<Codec>{}) for the part codec of a DeepSeek V4 family
-/// `format`. A part codec writes and reads a token's data row and scale row
-/// (Codec::kDataRow, Codec::kScaleRow: their region and offset in the page)
-/// in Codec::kParts independent parts of Codec::kPartValues values each, the
-/// values of part p being [p * kPartValues, (p + 1) * kPartValues) of NoPE ++ RoPE.
+/// Calls fn(Tag<Codec>{}) for the codec of a DeepSeek V4 family `format`,
+/// which writes and reads a token's data row and scale row (Codec::kDataRow,
+/// Codec::kScaleRow: their region and offset in the page) in 32 lanes of 16
+/// values each (codec/v4_lanes.h), or whole (encode_token, decode_token).
 template <class Fn>
 decltype(auto) visit_part_codec(Format format, Fn&& fn) {
   if (format == Format::kFp8DsMlaV41) return fn(Tag<CodecFp8DsMlaV41>{});

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // MlaKvCacheWriter and this build's writer registry.
+#include "mlakv/mla_kv_cache_writer.h"
+
 #include <string>
 
 #include "api/resolve_format.h"
 #include "api/validate.h"
 #include "mlakv/checks.h"
-#include "mlakv/engine.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/writers.h"

@@ -98,7 +98,8 @@ MLAKV_HD void store_merged(const StackedMergeParams& p, std::int64_t offset, flo
 }
 
 /// Dims [d0, d1) of the merged (row, head), given the N weights and their sum.
-/// A weight of 0 skips its partial (its out may hold anything, NaN included).
+/// A weight of 0 skips its partial (its out may hold anything, NaN included);
+/// a NaN sum (a partial's lse NaN or +inf) makes every dim NaN, as the two-way merge.
 MLAKV_HD void merge_dims(const StackedMergeParams& p, std::int64_t row, std::int64_t head, const float* weights,
                          float sum, std::int64_t d0, std::int64_t d1, std::int64_t step) {
   const std::int64_t out = row * p.merged.out_stride_row_elems + head * p.merged.out_stride_head_elems;
@@ -109,10 +110,12 @@ MLAKV_HD void merge_dims(const StackedMergeParams& p, std::int64_t row, std::int
       const float w = weights[n];
       if (w > 0.0f) acc += w * load_stacked(p, n * p.outs_stride_part_elems + in + d);
     }
-    store_merged(p, out + d, sum > 0.0f ? acc / sum : 0.0f);
+    store_merged(p, out + d, sum == 0.0f ? 0.0f : acc / sum);  // a NaN sum (a NaN or +inf lse) gives NaN
   }
 }
 
-MLAKV_HD float merged_lse(float max_lse, float sum) { return sum > 0.0f ? max_lse + logf(sum) : -INFINITY; }
+/// The merged lse: -inf when every partial is empty; NaN when a partial's lse
+/// is NaN or +inf (its weight, and so the sum, is NaN), as the two-way merge.
+MLAKV_HD float merged_lse(float max_lse, float sum) { return sum == 0.0f ? -INFINITY : max_lse + logf(sum); }
 
 }  // namespace mlakv::params

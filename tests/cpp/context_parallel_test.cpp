@@ -266,6 +266,26 @@ TEST(merge_attention_states_n_way, minus_infinity_partials_contribute_nothing_ev
   EXPECT_EQ(s.lse[1], kNegInf);
 }
 
+TEST(merge_attention_states_n_way, a_partial_with_a_nan_or_plus_infinity_lse_makes_the_merge_nan_as_the_two_way_merge) {
+  for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    Stack s(3, 1, 2, 4, 1);
+    s.lses = {0.5f, 1.0f, bad, -2.0f, 0.25f, 3.0f};  // [N, R, H]: partial 1 of head 0 is bad
+    s.merge();
+    for (std::int64_t d = 0; d < 4; ++d) EXPECT_TRUE(std::isnan(s.out[d])) << bad << " dim " << d;
+    EXPECT_TRUE(std::isnan(s.lse[0])) << bad;
+    for (std::int64_t d = 4; d < 8; ++d) EXPECT_TRUE(std::isfinite(s.out[d])) << "head 1 is untouched";
+    EXPECT_TRUE(std::isfinite(s.lse[1]));
+    // The two-way merge of partial 0 and partial 1 of head 0 says the same.
+    std::vector<float> a(s.outs.begin(), s.outs.begin() + 4), b(s.outs.begin() + 8, s.outs.begin() + 12);
+    std::vector<float> la = {0.5f}, lb = {bad}, out(4), lse(1);
+    const auto v3 = [](std::vector<float>& v) { return make_view(v.data(), DType::kFloat32, {1, 1, 4}); };
+    const auto v2 = [](std::vector<float>& v) { return make_view(v.data(), DType::kFloat32, {1, 1}); };
+    merge_attention_states(v3(a), v2(la), v3(b), v2(lb), v3(out), v2(lse));
+    for (const float v : out) EXPECT_TRUE(std::isnan(v)) << bad;
+    EXPECT_TRUE(std::isnan(lse[0])) << bad;
+  }
+}
+
 // Validation: a bad argument throws an Error naming it and writes nothing.
 TEST(dcp_local_slots_validation, rejects_a_bad_layout_or_shape_and_writes_nothing) {
   ShardedSequence s(Format::kFp8E4m3, 256, 2, 1, 1);

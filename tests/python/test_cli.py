@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import xml.etree.ElementTree as ElementTree
 
@@ -76,11 +78,12 @@ def test_mlakv_command_recommendation_follows_the_error_limit():
 def test_mlakv_command_capacity_is_bytes_arithmetic():
     report = json.loads(
         run(
-            "capacity", "--json", "--model", "kimi-k2", "--gpus", "4", "--gpu-memory", "96GiB", "--kv-fraction", "0.5"
+            "capacity", "--json", "--model", "kimi-k2", "--dp", "4", "--gpu-memory", "96GiB", "--kv-fraction", "0.5"
         ).stdout
     )
     budget = int(4 * 96 * 2**30 * 0.5)
     assert report["kv_memory"] == budget
+    assert report["parallelism"] == {"gpus": 4, "tp": 1, "dp": 4, "gpu_memory": 96 * 2**30, "kv_fraction": 0.5}
     for f in report["formats"]:
         assert f["tokens"] == budget // (61 * FORMATS[f["format"]])
     table = run("capacity", "--kv-memory", "1.5TiB", "--layers", "10").stdout
@@ -167,7 +170,8 @@ def test_mlakv_command_report_of_deepseek_v4_prints_attention_as_not_available(t
     out = run("report", "--model", "deepseek-v4-flash", *FAST).stdout
     assert "mlakv report: DeepSeek-V4-Flash (43 layers, 64 heads)" in out
     assert "2 window-only, 21 ratio-4, 20 ratio-128" in out  # what capacity's numbers count
-    assert "sparse attention: not available: the sparse decode reads token-major records of 512 + 64" in out
+    assert "sparse attention: not available: the sparse-attention check decodes 576-value queries over records" in out
+    assert "DeepSeek-V4-Flash's formats store 448 + 64 values" in out
     rows = [line for line in out.splitlines() if line[2:].split(" ")[0] in V4_ENTRY_BYTES]
     assert sorted(line[2:].split()[0] for line in rows) == sorted(V4_ENTRY_BYTES)
     for line in rows:
@@ -213,7 +217,7 @@ def test_mlakv_command_progress_goes_to_stderr_and_quiet_silences_it():
     [
         (["report", "--model", "llama"], "--model"),
         (["report", "--kv-memory", "80GX"], "--kv-memory"),
-        (["capacity", "--gpus", "2"], "--gpu-memory"),
+        (["capacity", "--tp", "2"], "--gpu-memory"),
         (["capacity", "--gpu-memory", "80GiB", "--kv-fraction", "1.5"], "--kv-fraction"),
         (["report", "--activations", "/nonexistent"], "--activations"),
         (["report", "--tokens", "many"], "--tokens"),
@@ -235,15 +239,21 @@ def test_mlakv_command_report_device_cuda_without_a_gpu_exits_2():
     assert result.returncode == 2 and "--device" in result.stderr
 
 
-def test_mlakv_command_inspect_decodes_one_record(tmp_path):
+def compact_cache_dump(tmp_path, seed: int) -> np.ndarray:
+    """Eight random tokens in a [2, 4, 368] nvfp4_ds_mla_fp8_rope cache, dumped to tmp_path / "cache.bin"."""
     from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     kv = rng.standard_normal((8, 512)).astype(ml_dtypes.bfloat16)
     pe = rng.standard_normal((8, 64)).astype(ml_dtypes.bfloat16)
     cache = np.zeros((2, 4, 368), np.uint8)
     concat_and_cache_nvfp4_mla_fp8_rope(kv, pe, cache, np.arange(8))
     cache.tofile(tmp_path / "cache.bin")
+    return cache
+
+
+def test_mlakv_command_inspect_decodes_one_record(tmp_path):
+    cache = compact_cache_dump(tmp_path, 1)
     inspect = ["inspect", "--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin")]
     out = run(*inspect, "--block-size", "4", "--slot", "6", "--values", "4").stdout
     assert "slot 6 = block 1, position 2" in out
@@ -477,10 +487,23 @@ def test_mlakv_command_error_limit_takes_a_percentage_or_a_fraction():
     assert percent["recommended"] == fraction["recommended"]
 
 
-def test_mlakv_command_recommends_nothing_when_the_memory_holds_no_token():
-    report = json.loads(run("report", "--json", "--kv-memory", "1B", *FAST).stdout)
-    assert all(f["tokens"] == 0 for f in report["formats"])
-    assert report["recommended"] is None and "holds no token" in report["reason"]
+@pytest.mark.parametrize("command", ["capacity", "report"])
+def test_mlakv_command_refuses_memory_too_small_for_one_token_naming_the_flag(command):
+    # The smallest cache holding a token: one 352-byte record in each of DeepSeek-V3's 61 layers.
+    one_line_exit_2(
+        run(command, "--kv-memory", "80", check=False), "--kv-memory: 80 B of KV memory holds no token", "21472 B"
+    )
+    one_line_exit_2(run(command, "--kv-memory", "21471B", check=False), "--kv-memory", "holds no token")
+    if command == "capacity":
+        table = run("capacity", "--kv-memory", "21472B").stdout
+        assert int(next(line for line in table.splitlines() if line.startswith("nvfp4_fp8_ds_mla ")).split()[3]) == 1
+        # DeepSeek V4: one sequence's sliding windows (43 x 128 entries of 288 B) and one token's entries.
+        fits = json.loads(run("capacity", "--json", "--model", "deepseek-v4-flash", "--kv-memory", "1586709B").stdout)
+        assert max(f["tokens"] for f in fits["formats"]) == 1
+    v4 = run(command, "--model", "deepseek-v4-flash", "--kv-memory", "1586708B", check=False)
+    one_line_exit_2(v4, "--kv-memory", "holds no token of DeepSeek-V4-Flash", "1586709 B")
+    tiny = run(command, "--gpu-memory", "80GB", "--kv-fraction", "1e-300", check=False)
+    one_line_exit_2(tiny, "--kv-fraction", "holds no token")
 
 
 def test_mlakv_command_capacity_and_report_json_describe_the_model_alike():
@@ -543,3 +566,241 @@ def test_mlakv_command_plot_has_1_2_5_ticks_a_threshold_a_legend_and_labels_that
     fw, fh = float(frame.get("width")), float(frame.get("height"))
     for name, x0, y0, x1, y1 in boxes:
         assert fx <= x0 and x1 <= fx + fw and fy <= y0 and y1 <= fy + fh, name
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--dp", "2", "--gpu-memory", "1.7e19B"], ["--gpu-memory", "more than 16 EiB"]),
+        (["--gpu-memory", "80GB", "--kv-fraction", "nan"], ["--kv-fraction", "(0, 1]", "got 'nan'"]),
+        (["--gpu-memory", "80GB", "--kv-fraction", "-3"], ["--kv-fraction", "(0, 1]"]),
+        (["--gpu-memory", "80GB", "--kv-fraction", "5"], ["--kv-fraction", "(0, 1]"]),
+        (["--gpu-memory", "80GB", "--kv-fraction", "0.5x"], ["--kv-fraction", "(0, 1]"]),
+        (["--kv-fraction", "nan"], ["--kv-fraction", "applies to --gpu-memory"]),
+        (["--kv-fraction", "0.5"], ["--kv-fraction", "applies to --gpu-memory"]),
+        (["--dp", "8"], ["--dp", "applies to --gpu-memory"]),
+        (["--kv-memory", "80GiB", "--tp", "8"], ["--kv-memory", "not both"]),
+        (["--gpus", "8", "--gpu-memory", "141GB"], ["--gpus", "--tp N", "--dp N"]),
+        (["--gpus", "0"], ["--gpus", "--tp N"]),
+        (["--gpu-memory", "141GB", "--tp", "0"], ["--tp"]),
+    ],
+)
+def test_mlakv_command_capacity_refuses_overflowing_nan_negative_and_stray_budget_flags(args, words):
+    for command in ("capacity", "report"):
+        result = subprocess.run([EXE, command, *args], capture_output=True, text=True, timeout=20)
+        one_line_exit_2(result, *words)
+
+
+def test_mlakv_command_capacity_models_tensor_and_data_parallelism_and_says_which():
+    def capacity(*args):
+        return json.loads(run("capacity", "--json", "--gpu-memory", "141GB", *args).stdout)
+
+    one_gpu = capacity()
+    tp = capacity("--tp", "8")  # the latent cache replicated on the 8 GPUs: one GPU's tokens
+    dp = capacity("--dp", "8")  # each GPU its own requests' tokens
+    both = capacity("--dp", "2", "--tp", "4")
+    per_gpu = int(141e9 * 0.85)
+    assert one_gpu["kv_memory"] == tp["kv_memory"] == per_gpu
+    assert dp["kv_memory"] == 8 * per_gpu and both["kv_memory"] == 2 * per_gpu
+    assert tp["parallelism"] == {"gpus": 8, "tp": 8, "dp": 1, "gpu_memory": 141 * 10**9, "kv_fraction": 0.85}
+    assert both["parallelism"]["gpus"] == 8
+    for f_tp, f_dp in zip(tp["formats"], dp["formats"]):
+        assert f_tp["tokens"] == per_gpu // (61 * f_tp["record_bytes"])
+        assert f_dp["tokens"] == 8 * per_gpu // (61 * f_dp["record_bytes"])
+    assert json.loads(run("capacity", "--json").stdout)["parallelism"] is None  # --kv-memory: one copy of each token
+    header = run("capacity", "--gpu-memory", "141GB", "--tp", "8").stdout.splitlines()[0]
+    assert "--tp 8: tensor parallelism replicates the MLA latent cache on every GPU" in header
+    header = run("capacity", "--gpu-memory", "141GB", "--dp", "8").stdout.splitlines()[0]
+    assert "--dp 8: data-parallel attention, each GPU holds its own requests' tokens" in header
+    report = json.loads(run("report", "--json", "--gpu-memory", "141GB", "--tp", "8", *FAST).stdout)
+    assert report["parallelism"] == tp["parallelism"] and report["kv_memory"] == per_gpu
+
+
+def readme_ratios() -> dict:
+    """The README table's "tokens vs bf16" column, by format id."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as readme:
+        rows = [line for line in readme if line.startswith("| `")]
+    ratios = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        for name in cells[0].split(","):
+            ratios[name.strip().strip("`")] = float(cells[2].split("x")[0])
+    return ratios
+
+
+def test_mlakv_command_states_one_bf16_baseline_the_readme_uses():
+    readme = readme_ratios()
+    for model, bf16_bytes in (("deepseek-v3", 1152), ("deepseek-v4-flash", 1024)):
+        capacity = json.loads(run("capacity", "--json", "--model", model).stdout)
+        assert capacity["bf16_record_bytes"] == bf16_bytes
+        for f in capacity["formats"]:
+            assert readme[f["format"]] == round(f["tokens_vs_bf16"], 2), f["format"]
+        table = run("capacity", "--model", model).stdout
+        assert f"x bf16: tokens relative to bf16 records of the same {bf16_bytes // 2 - 64} + 64 values" in table
+        assert f"({bf16_bytes} B per token per layer)" in table
+    report = run("report", "--model", "deepseek-v4-flash", *FAST).stdout
+    assert "bf16 records of the same 448 + 64 values (1024 B per token per layer)" in report
+
+
+@pytest.mark.parametrize("command", ["report", "roundtrip"])
+def test_mlakv_command_refuses_seeds_beyond_2_64_rather_than_clamping(command):
+    for seed, words in (("18446744073709551616", ["at most 2^64 - 1"]), ("1e3", ["decimal integer"])):
+        result = subprocess.run([EXE, command, "--seed", seed], capture_output=True, text=True, timeout=20)
+        one_line_exit_2(result, "--seed", *words)
+    largest = run("roundtrip", "--tokens", "64", "--seed", str(2**64 - 1)).stdout
+    assert f"(seed {2**64 - 1})" in largest
+
+
+def address_space(limit: int):
+    """A preexec_fn: `ulimit -v` of `limit` bytes in the child."""
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def sparse_npy(path, shape) -> None:
+    """A float16 .npy declaring `shape`, its data a hole (no disk blocks): the sizing reads only its header."""
+    header = "{'descr': '<f2', 'fortran_order': False, 'shape': " + str(tuple(shape)) + ", }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        f.truncate(f.tell() + 2 * math.prod(shape))
+
+
+@pytest.mark.parametrize("path", ["report --tokens", "report --queries", "roundtrip --tokens", "report --activations"])
+def test_mlakv_command_refuses_inputs_beyond_host_memory_before_starting_on_every_input_path(tmp_path, path):
+    command, flag = path.split()
+    if flag == "--tokens":
+        args = [command, "--tokens", str(10**6)]  # about 14-16 GB
+    elif flag == "--queries":
+        args = [command, "--queries", "4096"]  # 128 heads: about 5 GB of query rows and outputs
+    else:
+        sparse_npy(tmp_path / "kv_c.npy", (2**20, 512))
+        sparse_npy(tmp_path / "k_pe.npy", (2**20, 64))
+        args = [command, "--activations", str(tmp_path)]
+    result = subprocess.run(
+        [EXE, *args, "--quiet"] if command == "report" else [EXE, *args],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        preexec_fn=address_space(2 * 2**30),  # the 2 GiB limit: refused, not a bad_alloc
+    )
+    one_line_exit_2(result, flag, "need about", "of host memory", "is available")
+    assert result.stdout == ""
+
+
+def test_mlakv_command_plot_that_cannot_be_written_fails_before_the_table_is_printed(tmp_path):
+    def small_files():  # files of at most 1 KiB: the SVG's write fails (EFBIG, not SIGXFSZ)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    path = tmp_path / "plot.svg"
+    result = subprocess.run(
+        [EXE, "report", "--plot", str(path), *FAST], capture_output=True, text=True, timeout=60, preexec_fn=small_files
+    )
+    one_line_exit_2(result, "--plot", str(path), "writing failed")
+    assert result.stdout == "" and not path.exists()
+    # A name the file system refuses is found before the run.
+    long_name = tmp_path / ("x" * 300 + ".svg")
+    result = subprocess.run([EXE, "report", "--plot", str(long_name)], capture_output=True, text=True, timeout=20)
+    one_line_exit_2(result, "--plot", "cannot be written")
+    assert result.stdout == ""
+
+
+def test_mlakv_command_inspect_takes_an_mlakv_format_id_outright(tmp_path):
+    rng = np.random.default_rng(5)
+    kv = rng.standard_normal((4, 512)).astype(ml_dtypes.bfloat16)
+    pe = rng.standard_normal((4, 64)).astype(ml_dtypes.bfloat16)
+    for fmt in ("fp8_ds_mla", "nvfp4_ds_mla"):  # format ids that are also engine names
+        cache = np.zeros((1, 4, FORMATS[fmt]), np.uint8)
+        mlakv.concat_and_cache_mla(kv, pe, cache, np.arange(4), fmt)
+        cache.tofile(tmp_path / "cache.bin")
+        args = ["inspect", "--format", fmt, "--cache", str(tmp_path / "cache.bin"), "--block-size", "4", "--slot", "3"]
+        out = run(*args, "--values", "4").stdout
+        assert out.startswith(f"{fmt}: slot 3 = block 0, position 3")
+        decoded_kv, _ = mlakv.gather_records(fmt, cache, [3])
+        line = next(line for line in out.splitlines() if line.startswith("decoded kv_c"))
+        values = [float(v) for v in line.split("=")[1].split("(")[0].split(",")]
+        np.testing.assert_allclose(values, decoded_kv[0, :4], rtol=1e-5)
+    # With an engine switch the id is read as the engine's kv_cache_dtype (upstream vLLM's 352-byte record).
+    upstream = np.zeros((1, 4, 352), np.uint8)
+    mlakv.concat_and_cache_mla(kv, pe, upstream, np.arange(4), "nvfp4_ds_mla")
+    upstream.tofile(tmp_path / "cache.bin")
+    out = run("inspect", "--format", "nvfp4_ds_mla", "--record-bytes", "352", *args[3:]).stdout
+    assert out.startswith("nvfp4_fp8_ds_mla: slot 3")
+
+
+def test_mlakv_command_without_a_command_points_to_help():
+    result = subprocess.run([EXE], capture_output=True, text=True, timeout=20)
+    one_line_exit_2(result, "a command is required", "report, capacity", "mlakv --help")
+
+
+def test_mlakv_command_refuses_a_bfloat16_npy_with_a_hint(tmp_path):
+    np.save(tmp_path / "kv_c.npy", np.zeros((4, 512), ml_dtypes.bfloat16))  # saved as '<V2'
+    np.save(tmp_path / "k_pe.npy", np.zeros((4, 64), np.float32))
+    result = run("report", "--quiet", "--activations", str(tmp_path), check=False)
+    one_line_exit_2(result, "kv_c.npy", "got '<V2'", "bfloat16", "astype(np.float32)")
+
+
+def test_scripts_main_runs_every_preset_with_a_plot_where_there_is_one(tmp_path):
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(os.path.join(root, "scripts", "main"), tmp_path / "scripts" / "main")
+    # The installing steps stubbed: the script's own logic runs with this mlakv, on few tokens.
+    (tmp_path / "scripts" / "setup").write_text('mlakv_stage() { :; }\nmlakv_pip_install() { mkdir -p "$1"; }\n')
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "mlakv").write_text(f'#!/bin/sh\nexec {EXE} "$@" --tokens 256 --queries 1 --quiet\n')
+    (tmp_path / "bin" / "mlakv").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    models = run("capacity", "--help").stdout.split("Model preset: ")[1].split("\n")[0].split(", ")
+    assert "deepseek-v4-flash" in models and "deepseek-v3" in models
+    for model in models:
+        plot = tmp_path / "build" / "main" / "report.svg"
+        plot.unlink(missing_ok=True)
+        result = subprocess.run(
+            ["bash", str(tmp_path / "scripts" / "main"), "--model", model], capture_output=True, text=True, env=env
+        )
+        assert result.returncode == 0, (model, result.stderr)
+        assert plot.exists() == (not model.startswith("deepseek-v4")), model
+        assert ("plot: build/main/report.svg" in result.stdout) == plot.exists()
+
+
+def test_mlakv_command_formats_json_is_the_python_registry():
+    assert json.loads(run("formats", "--json").stdout) == mlakv.formats()
+
+
+def test_mlakv_command_roundtrip_json_has_the_tables_rows():
+    report = json.loads(run("roundtrip", "--tokens", "256", "--seed", "7", "--json").stdout)
+    assert (report["tokens"], report["seed"], report["device"], report["bf16_record_bytes"]) == (256, 7, "cpu", 1152)
+    assert [f["format"] for f in report["formats"]] == list(FORMATS)
+    table = run("roundtrip", "--tokens", "256", "--seed", "7").stdout.splitlines()
+    for f in report["formats"]:
+        assert f["tokens_vs_bf16"] == pytest.approx(1152 / f["record_bytes"], rel=1e-5)
+        row = next(line.split() for line in table if line.split()[0] == f["format"])
+        for column, key in ((3, "latent_rel_rms"), (4, "latent_max_abs"), (5, "rope_rel_rms"), (6, "rope_max_abs")):
+            assert float(row[column]) == pytest.approx(f[key], rel=1e-3, abs=1e-30), (f["format"], key)
+        assert f["latent_nonfinite"] == f["rope_nonfinite"] == 0
+    assert report["formats"][0]["latent_rel_rms"] == 0.0  # bf16 stores the bf16 inputs exactly
+
+
+def test_mlakv_command_inspect_json_gives_every_fields_bytes_and_every_decoded_value(tmp_path):
+    cache = compact_cache_dump(tmp_path, 6)
+    args = ["--format", "nvfp4_ds_mla_fp8_rope", "--cache", str(tmp_path / "cache.bin"), "--block-size", "4"]
+    out = json.loads(run("inspect", *args, "--slot", "6", "--json").stdout)
+    assert (out["format"], out["slot"], out["block"], out["position"], out["page_offset"]) == (
+        "nvfp4_ds_mla_fp8_rope",
+        6,
+        1,
+        2,
+        4 * 368,
+    )
+    page = cache[1].reshape(-1)
+    assert sum(f["bytes"] for f in out["fields"]) == 368
+    for f in out["fields"]:
+        assert f["row"] == "record" and f["page_offset"] == 2 * 368 + f["row_offset"]
+        assert bytes.fromhex(f["hex"]) == page[f["page_offset"] : f["page_offset"] + f["bytes"]].tobytes(), f["name"]
+    decoded_kv, decoded_pe = mlakv.gather_records("nvfp4_ds_mla_fp8_rope", cache, [6])
+    np.testing.assert_array_equal(np.array(out["kv_c"], np.float32), decoded_kv[0])
+    np.testing.assert_array_equal(np.array(out["k_pe"], np.float32), decoded_pe[0])

@@ -161,6 +161,7 @@ def test_mlakv_inspect_resolves_an_engine_name_with_the_record_width(tmp_path):
     out = subprocess.run([*base, "--slot", "1", "--record-bytes", "352"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("nvfp4_fp8_ds_mla: slot 1")
     assert "decoded kv_c[0:8] = 1.03125, 1.03125" in out.stdout  # 6 * 0.171875
-    ambiguous = subprocess.run([*base, "--slot", "1"], capture_output=True, text=True)
-    assert ambiguous.returncode == 2
-    assert "--format: mlakv::resolve_format(nvfp4_ds_mla): kv_cache_dtype: names several records" in ambiguous.stderr
+    # Without the width, nvfp4_ds_mla is the mlakv id outright (the 432-byte record): 4 slots do not fit the dump.
+    as_id = subprocess.run([*base, "--slot", "1"], capture_output=True, text=True)
+    assert as_id.returncode == 2
+    assert "--block-size: 4 slots of 432 bytes do not fit" in as_id.stderr

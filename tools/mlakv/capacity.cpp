@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -46,7 +47,8 @@ Capacity dense_capacity(const FormatInfo& info, std::uint64_t kv_memory, int lay
           tokens,
           tokens / kSequenceTokens,
           bf16_bytes * static_cast<double>(block * layers) / static_cast<double>(page),
-          0};
+          0,
+          static_cast<std::uint64_t>(page)};
 }
 
 // DeepSeek V4's hybrid attention: per layer, the window's tokens plus one
@@ -77,14 +79,14 @@ Capacity compressed_capacity(const FormatInfo& info, std::uint64_t kv_memory, co
           tokens,
           static_cast<std::uint64_t>(std::floor(memory / sequence)),
           bf16_bytes / entry,
-          window};
+          window,
+          static_cast<std::uint64_t>(window) + static_cast<std::uint64_t>(std::max(1.0, std::ceil(per_token)))};
 }
 
 }  // namespace
 
 std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& model) {
-  // A bf16 record of the model's values: 512 + 64 (1152 B) or 448 + 64 (1024 B).
-  const double bf16_bytes = 2.0 * (model.nope_dims + kRopeDim);
+  const auto bf16_bytes = static_cast<double>(bf16_record_bytes(model));
   std::vector<Capacity> out;
   for (const FormatInfo& info : formats()) {
     if (info.geometry.nope_dims != model.nope_dims) continue;  // a format of another model geometry
@@ -92,6 +94,13 @@ std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& mod
                                      : dense_capacity(info, kv_memory, model.layers, bf16_bytes));
   }
   return out;
+}
+
+int bf16_record_bytes(const ModelPreset& model) { return 2 * (model.nope_dims + kRopeDim); }
+
+std::string bf16_baseline_note(const ModelPreset& model) {
+  return fmt::format("x bf16: tokens relative to bf16 records of the same {} + {} values ({} B per token per layer)\n",
+                     model.nope_dims, kRopeDim, bf16_record_bytes(model));
 }
 
 // What the numbers of a compressed model count, and what they leave out.

@@ -23,6 +23,8 @@ struct Capacity {
   std::uint64_t sequences;                 // 128k-token sequences the memory holds
   double tokens_vs_bf16;                   // tokens relative to bf16 records of the same values
   std::int64_t window_bytes_per_sequence;  // the sliding windows of one sequence (0 without a window)
+  std::uint64_t min_kv_memory;             // the least memory that holds one token (one page of every layer,
+                                           // or one sequence's windows and one token's entries)
 };
 
 /// One entry per format of formats() storing the model's `nope_dims` NoPE
@@ -34,6 +36,13 @@ struct Capacity {
 /// record (page padding included): tokens = the longest sequence that fits,
 /// sequences = how many 128k-token sequences fit.
 std::vector<Capacity> capacities(std::uint64_t kv_memory, const ModelPreset& model);
+
+/// Bytes of a bf16 record of the model's values per token per layer, the
+/// baseline of Capacity::tokens_vs_bf16: 1152 (512 + 64 values), 1024 (DeepSeek V4's 448 + 64).
+int bf16_record_bytes(const ModelPreset& model);
+
+/// "x bf16: tokens relative to bf16 records of the same 512 + 64 values (1152 B)", a line.
+std::string bf16_baseline_note(const ModelPreset& model);
 
 /// For a compressed model: what its layers keep, what its capacity numbers
 /// count and what they leave out (lines of text, each ending in a newline).

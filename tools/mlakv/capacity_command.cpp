@@ -11,7 +11,7 @@
 #include "commands.h"
 #include "mlakv/formats.h"
 #include "mlakv_support/json_text.h"
-#include "report_options.h"
+#include "model_options.h"
 
 namespace mlakv::tool {
 using support::json_number;
@@ -20,13 +20,13 @@ namespace {
 
 void run_capacity(const ModelOptions& model, bool json) {
   const ModelBudget budget = resolve_budget(model);
-  const std::vector<Capacity> caps = capacities(budget.kv_memory, budget.model);
+  const std::vector<Capacity> caps = budget_capacities(budget);
   if (json) {
     std::string out = fmt::format(
         "{{\"model\": {{\"id\": {}, \"name\": {}, \"layers\": {}, \"heads\": {}{}}}, \"kv_memory\": {}, "
-        "\"formats\": [\n",
+        "\"parallelism\": {}, \"bf16_record_bytes\": {}, \"formats\": [\n",
         json_string(budget.model.id), json_string(budget.model.name), budget.model.layers, budget.model.heads,
-        compression_json(budget.model), budget.kv_memory);
+        compression_json(budget.model), budget.kv_memory, parallelism_json(budget), bf16_record_bytes(budget.model));
     for (std::size_t i = 0; i < caps.size(); ++i) {
       const Capacity& c = caps[i];
       out += fmt::format(
@@ -50,6 +50,7 @@ void run_capacity(const ModelOptions& model, bool json) {
     fmt::print("{:<26} {:>5} {:>9.1f} {:>14} {:>9} {:>6.2f}x\n", format_info(c.format).id, c.record_bytes,
                c.bytes_per_token / 1024.0, c.tokens, c.sequences, c.tokens_vs_bf16);
   }
+  fmt::print("{}", bf16_baseline_note(budget.model));
 }
 
 }  // namespace

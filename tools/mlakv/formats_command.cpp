@@ -8,6 +8,7 @@
 #include <string>
 
 #include "commands.h"
+#include "formats_json.h"
 #include "mlakv/formats.h"
 
 namespace mlakv::tool {
@@ -62,8 +63,16 @@ void print_formats(bool fields) {
 void add_formats_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("formats", "List the record formats: id, bytes, layout, engine names");
   auto fields = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
   cmd->add_flag("--fields", *fields, "Also print each format's token geometry, page layout and fields");
-  cmd->callback([fields] { print_formats(*fields); });
+  cmd->add_flag("--json", *json, "Print every format's registry entry as JSON (as mlakv.formats() in Python)");
+  cmd->callback([fields, json] {
+    if (*json) {
+      fmt::print("{}", formats_json());
+    } else {
+      print_formats(*fields);
+    }
+  });
 }
 
 }  // namespace mlakv::tool

@@ -17,6 +17,7 @@
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
 #include "mlakv/readers.h"
+#include "mlakv_support/json_text.h"
 
 namespace mlakv::tool {
 namespace {
@@ -32,6 +33,7 @@ struct InspectOptions {
   float scale = 1.0f;
   std::string rope_dtype = "bf16";
   int values = 8;
+  bool json = false;
 };
 
 std::string hex(const std::uint8_t* bytes, int n) {
@@ -88,11 +90,47 @@ void print_field(const FormatInfo& info, const FieldInfo& f, const std::uint8_t*
              row_name(info, f), f.offset, f.offset + f.bytes, f.name, f.contents, shown);
 }
 
+// Numbers as JSON (null for NaN and infinities), 9 digits: a float32 exactly.
+std::string json_values(const std::vector<float>& values) {
+  std::string out;
+  for (const float v : values) out += (out.empty() ? "" : ", ") + support::json_number(v, 9);
+  return "[" + out + "]";
+}
+
+// --json: the token's place, every field's bytes (all of them, as hex) and every decoded value.
+std::string inspect_json(const FormatInfo& info, const InspectOptions& o, std::int64_t block, std::int64_t token,
+                         std::int64_t offset, const std::uint8_t* page, const std::vector<float>& kv,
+                         const std::vector<float>& pe) {
+  using support::json_string;
+  std::string fields;
+  for (const FieldInfo& f : info.fields) {
+    const std::int64_t at = field_offset(info, f, o.block_size, token);
+    fields += fmt::format(
+        "{}\n    {{\"name\": {}, \"page_offset\": {}, \"row\": \"{}\", \"row_offset\": {}, \"bytes\": {}, "
+        "\"element\": {}, \"contents\": {}, \"hex\": \"{}\"}}",
+        fields.empty() ? "" : ",", json_string(f.name), at, row_name(info, f), f.offset, f.bytes,
+        json_string(f.element), json_string(f.contents), hex(page + at, f.bytes));
+  }
+  return fmt::format(
+      "{{\"format\": {}, \"cache\": {}, \"slot\": {}, \"block\": {}, \"position\": {}, \"page_offset\": {}, "
+      "\"fields\": [{}\n  ],\n  \"kv_c\": {},\n  \"k_pe\": {}}}\n",
+      json_string(info.id), json_string(o.cache), o.slot, block, token, offset, fields, json_values(kv),
+      json_values(pe));
+}
+
 void run_inspect(const InspectOptions& o) {
   const auto fail = [](const std::string& flag, const std::string& why) {
     throw Error(ErrorCode::kValue, flag + ": " + why);
   };
   const Format format = [&] {
+    // An mlakv format id names its format outright (docs/integrating.md); the
+    // engine switches read --format as an engine's kv_cache_dtype, which the
+    // ids fp8_ds_mla and nvfp4_ds_mla also are.
+    if (o.record_bytes == 0 && !o.fp8_rope && !o.per_token_scale) {
+      for (const FormatInfo& info : formats()) {
+        if (info.id == o.format) return info.format;
+      }
+    }
     try {
       return resolve_format(o.format, o.record_bytes, o.fp8_rope, o.per_token_scale);
     } catch (const Error& e) {
@@ -135,11 +173,13 @@ void run_inspect(const InspectOptions& o) {
   std::string page_text =
       read_file_range("--cache", o.cache, static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(block_bytes));
   auto* page = reinterpret_cast<std::uint8_t*>(page_text.data());
-  fmt::print("{}: slot {} = block {}, position {}; page at byte {} of {}\n", info.id, o.slot, block, token, offset,
-             o.cache);
-  for (const FieldInfo& f : info.fields) {
-    const std::int64_t at = field_offset(info, f, o.block_size, token);
-    print_field(info, f, page + at, at, o.values);
+  if (!o.json) {
+    fmt::print("{}: slot {} = block {}, position {}; page at byte {} of {}\n", info.id, o.slot, block, token, offset,
+               o.cache);
+    for (const FieldInfo& f : info.fields) {
+      const std::int64_t at = field_offset(info, f, o.block_size, token);
+      print_field(info, f, page + at, at, o.values);
+    }
   }
 
   // The decoded values, through the library's reader on the page.
@@ -161,6 +201,10 @@ void run_inspect(const InspectOptions& o) {
     for (const float x : v) m = std::max(m, std::abs(x));
     return m;
   };
+  if (o.json) {
+    fmt::print("{}", inspect_json(info, o, block, token, offset, page, kv, pe));
+    return;
+  }
   fmt::print("decoded kv_c[0:{}] = {}   (amax {:.6g})\n", o.values, list(kv, o.values), amax(kv));
   fmt::print("decoded k_pe[0:{}] = {}   (amax {:.6g})\n", o.values, list(pe, o.values), amax(pe));
 }
@@ -187,6 +231,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--values", o->values, "How many decoded values to print")
       ->default_val(8)
       ->check(CLI::Range(1, kLatentDim));
+  cmd->add_flag("--json", o->json, "Print the fields (all their bytes, as hex) and every decoded value as JSON");
   cmd->callback([o] { run_inspect(*o); });
 }
 

@@ -22,18 +22,21 @@ int run(int argc, char** argv) {
   mlakv::tool::add_formats_command(app);
   mlakv::tool::add_inspect_command(app);
   mlakv::tool::add_roundtrip_command(app);
-  // A first word that names no command is named back (CLI11 would only say one is required).
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      fmt::print(stderr, "mlakv: error: unknown command '{}' (commands: {})\n", argv[1], names);
-      return 2;
-    }
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  // No command: say which there are and where they are described (CLI11 would only say one is required).
+  if (argc == 1) {
+    fmt::print(stderr, "mlakv: error: a command is required ({}); mlakv --help says what each does\n", names);
+    return 2;
+  }
+  // A first word that names no command is named back.
+  if (argv[1][0] != '-' && !known) {
+    fmt::print(stderr, "mlakv: error: unknown command '{}' (commands: {})\n", argv[1], names);
+    return 2;
   }
   try {
     app.parse(argc, argv);

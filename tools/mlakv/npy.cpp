@@ -30,7 +30,7 @@ std::string header_value(const std::string& header, const std::string& key) {
 
 }  // namespace
 
-NpyArray read_npy(const std::string& flag, const std::string& path) {
+NpyHeader read_npy_header(const std::string& flag, const std::string& path) {
   const auto fail = [&](const std::string& why) { throw Error(ErrorCode::kValue, flag + ": " + path + ": " + why); };
   // Every read is bounded by the file's size: the header first, then exactly the data its shape declares.
   const std::uint64_t file_size = regular_file_size(flag, path);
@@ -60,9 +60,15 @@ NpyArray read_npy(const std::string& flag, const std::string& path) {
   int element = 0;
   if (descr == "'<f4'") element = 4;
   if (descr == "'<f2'") element = 2;
+  if (descr == "'<V2'") {
+    fail(
+        "dtype must be little-endian float32 or float16, got '<V2' (16-bit values numpy does not know: bfloat16, "
+        "as ml_dtypes saves it); save them as float32, e.g. np.save(path, x.astype(np.float32)) or, from torch, "
+        "x.float().numpy()");
+  }
   if (element == 0) fail("dtype must be little-endian float32 or float16, got " + descr);
   if (fortran.rfind("True", 0) == 0) fail("must be C-ordered (fortran_order is True)");
-  NpyArray array;
+  NpyHeader result;
   std::size_t pos = 1;
   while (pos < shape_text.size()) {
     while (pos < shape_text.size() && (shape_text[pos] == ' ' || shape_text[pos] == ',')) ++pos;
@@ -76,20 +82,32 @@ NpyArray read_npy(const std::string& flag, const std::string& path) {
       any = true;
     }
     if (!any) fail("cannot read the shape " + shape_text);
-    array.shape.push_back(dim);
+    result.shape.push_back(dim);
   }
   // The declared data must fit in the file: checked in 64 bits before anything is allocated.
   const std::uint64_t data = offset + header_len;
   std::int64_t count = 1;
   std::int64_t bytes = 0;
   bool fits = true;
-  for (const std::int64_t d : array.shape) fits = fits && !__builtin_mul_overflow(count, d, &count);
+  for (const std::int64_t d : result.shape) fits = fits && !__builtin_mul_overflow(count, d, &count);
   fits = fits && !__builtin_mul_overflow(count, std::int64_t{element}, &bytes);
   if (!fits || static_cast<std::uint64_t>(bytes) > file_size - data) {
     fail(fmt::format("shape {} of {}-byte values needs {} bytes of data, the file holds {}", shape_text, element,
                      fits ? std::to_string(bytes) : std::string("more than 2^63"), file_size - data));
   }
-  const std::string values = read_file_range(flag, path, data, static_cast<std::uint64_t>(bytes));
+  result.element_bytes = element;
+  result.data_offset = data;
+  result.count = count;
+  return result;
+}
+
+NpyArray read_npy(const std::string& flag, const std::string& path) {
+  const NpyHeader header = read_npy_header(flag, path);
+  const std::int64_t count = header.count;
+  const int element = header.element_bytes;
+  const std::uint64_t bytes = static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(element);
+  NpyArray array{header.shape, {}};
+  const std::string values = read_file_range(flag, path, header.data_offset, bytes);
   array.values.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     if (element == 4) {

@@ -1,35 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// The model and memory flags `mlakv report` and `mlakv capacity` share.
+// The flags of `mlakv report`, as parsed.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
-#include "models.h"
+#include "model_options.h"
 
 namespace mlakv::tool {
 
-struct ModelOptions {
-  std::string model = "deepseek-v3";
-  int layers = 0;  // 0: the preset's
-  std::string kv_memory;
-  int gpus = 0;
-  std::string gpu_memory;
-  double kv_fraction = 0.85;
+struct ReportOptions {
+  ModelOptions model;
+  std::string device = "cpu";
+  std::int64_t tokens = 0;  // 0: 4096 on the CPU, 262144 on CUDA
+  std::int64_t queries = 4;
+  std::uint64_t seed = 0;
+  std::string activations;
+  bool allow_nonfinite = false;
+  std::string max_attention_error_text = "2%";
+  double max_attention_error = 0.02;  // parsed from the text
+  bool json = false;
+  std::string plot;
+  bool quiet = false;
 };
-
-/// The flags resolved, or an mlakv::Error naming the flag.
-struct ModelBudget {
-  ModelPreset model;
-  std::uint64_t kv_memory;
-  std::string budget_text;  // how the budget was given, for the report's header
-};
-
-void add_model_options(CLI::App& cmd, ModelOptions& options);
-
-/// A CLI11 check: the value is written without a minus sign ("-1" would wrap an unsigned seed).
-CLI::Validator non_negative_integer();
-ModelBudget resolve_budget(const ModelOptions& options);
 
 }  // namespace mlakv::tool

@@ -2,7 +2,7 @@
 """The KV-cache writer seam of a vLLM-style MLA attention backend: a thin adapter over the C++ seam.
 
 Build one ``MlaKvCacheWriter`` when the backend is constructed; it binds the
-library's seam (``mlakv::engine::MlaKvCacheWriter``, include/mlakv/engine.h)
+library's seam (``mlakv::engine::MlaKvCacheWriter``, include/mlakv/mla_kv_cache_writer.h)
 once, which binds the packaged compact writer only when the compact 368-byte
 record is switched on for an NVFP4 MLA cache, and fails closed: a build without
 the compact writer raises at construction (``NotImplementedError``) and never

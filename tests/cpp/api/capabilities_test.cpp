@@ -28,6 +28,16 @@ TEST(capabilities, the_cpu_decode_reads_every_format_the_deepseek_v4_family_incl
   }
 }
 
+TEST(capabilities, the_prefill_reads_what_the_decode_reads_on_every_backend) {
+  for (const mlakv::FormatInfo& info : mlakv::formats()) {
+    for (const Backend backend : {Backend::kCpu, Backend::kCuda}) {
+      EXPECT_EQ(mlakv::supports(info.format, backend, Operation::kPrefill),
+                mlakv::supports(info.format, backend, Operation::kDecode))
+          << info.id;
+    }
+  }
+}
+
 TEST(capabilities, list_states_what_supports_answers) {
   int cpu_entries = 0;
   for (const mlakv::Capability& c : mlakv::capabilities()) {
@@ -35,6 +45,7 @@ TEST(capabilities, list_states_what_supports_answers) {
     EXPECT_EQ(c.writer, mlakv::supports(c.format, c.backend, Operation::kWrite));
     EXPECT_EQ(c.reader, mlakv::supports(c.format, c.backend, Operation::kRead));
     EXPECT_EQ(c.decode, mlakv::supports(c.format, c.backend, Operation::kDecode));
+    EXPECT_EQ(c.prefill, mlakv::supports(c.format, c.backend, Operation::kPrefill));
   }
   EXPECT_EQ(cpu_entries, static_cast<int>(mlakv::formats().size()));
 }

@@ -98,6 +98,19 @@ TEST(sparse_mla_decode, many_heads_and_2048_entries_match_the_reference) {
                max_abs_value(keys), "H=64 K=2048");
 }
 
+TEST(sparse_mla_decode, rows_longer_than_one_chunk_of_keys_match_the_reference) {
+  // The CPU decodes and attends a row's keys 2048 at a time (bounded memory); 5000 entries take three chunks.
+  AttentionCache cache(Format::kFp8DsMla, 6000, 4);
+  const std::int64_t rows = 2, heads = 8, topk = 5000;
+  auto q = random_queries(rows, heads, 5);
+  auto indices = random_indices(rows, topk, cache.capacity(), 6);
+  for (std::int64_t i = 0; i < topk; i += 7) indices[i] = -1;  // chunks of valid entries, not of index positions
+  const Decoded got = decode(cache, q, rows, heads, indices, topk);
+  const auto keys = cache.keys();
+  expect_close(got, reference_attention(keys, cache.capacity(), q, rows, heads, indices, topk, {}, kDefaultScale),
+               max_abs_value(keys), "K=5000");
+}
+
 TEST(sparse_mla_decode, invalid_entries_contribute_nothing) {
   AttentionCache cache(Format::kNvfp4DsMla, 128, 1);
   auto q = random_queries(1, 16, 2);
@@ -321,6 +334,24 @@ TEST_F(SparseDecodeValidation, no_rows_or_no_heads_is_a_no_op_whatever_the_strid
       for (int d = 0; d < v->ndim; ++d) v->strides[d] = 0;  // numpy 2's empty arrays
     }
     EXPECT_NO_THROW(sparse_mla_decode(Format::kNvfp4DsMlaFp8Rope, q0, cache.view(), idx0, out0, lse0)) << empty_dim;
+  }
+  for (const auto v : out) ASSERT_EQ(v, 0x1234);
+}
+
+TEST_F(SparseDecodeValidation, the_cpu_checks_a_workspace_as_cuda_does) {
+  SparseDecodeOptions options;
+  std::vector<float> floats(64);
+  TensorView float_workspace = make_view(floats.data(), DType::kFloat32, {64});
+  options.workspace = &float_workspace;
+  expect_rejected("mlakv::sparse_mla_decode(nvfp4_ds_mla_fp8_rope): workspace: dtype must be uint8, got float32",
+                  Format::kNvfp4DsMlaFp8Rope, options);
+  TensorView aliasing = make_view(out.data(), DType::kUInt8, {256});
+  options.workspace = &aliasing;
+  try {
+    sparse_mla_decode(Format::kNvfp4DsMlaFp8Rope, q_view, cache.view(), indices_view, out_view, lse_view, options);
+    ADD_FAILURE() << "a workspace aliasing out was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
   }
   for (const auto v : out) ASSERT_EQ(v, 0x1234);
 }

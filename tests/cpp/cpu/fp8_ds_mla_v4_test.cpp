@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -286,6 +287,26 @@ TEST(fp8_ds_mla_v4_round_trip, ue8m0_scale_is_the_smallest_power_of_two_at_or_ab
   }
 }
 
+// mlakv follows vLLM's writer for the amax (a NaN never raises it; FlashMLA's reference
+// lets it make the scale 0xFF) and stores the NaN itself as E4M3's NaN (vLLM clamps it
+// to a finite +-448 code): docs/formats/fp8_ds_mla_v4.md.
+TEST(fp8_ds_mla_v4_round_trip, a_nan_never_raises_a_tile_amax_and_is_stored_as_0x7f) {
+  for (const std::uint16_t nan : {std::uint16_t{0x7FC0}, std::uint16_t{0x7F81}}) {  // quiet, signalling
+    std::vector<std::uint16_t> nope(kNope, bf16_bits(1.0f)), rope(kRope, bf16_bits(1.0f));
+    nope[64 + 5] = nan;  // tile 1
+    std::uint8_t data[kDataRow], scale[kScaleRow];
+    float out_nope[kNope], out_rope[kRope];
+    Codec::encode_token<mlakv::codec::InputDtype::kBf16>(nope.data(), rope.data(), data, scale);
+    Codec::decode_token(data, scale, out_nope, out_rope);
+    EXPECT_EQ(scale[1], 119);  // amax 1 (the NaN ignored): 1 / 448 in (2^-9, 2^-8] -> e = -8
+    EXPECT_EQ(scale[0], 119);
+    EXPECT_EQ(data[64 + 5], 0x7F);
+    EXPECT_TRUE(std::isnan(out_nope[64 + 5]));
+    EXPECT_EQ(out_nope[64 + 4], 1.0f);  // the tile's other values keep their scale
+    EXPECT_EQ(out_nope[64 + 6], 1.0f);
+  }
+}
+
 TEST(fp8_ds_mla_v4_round_trip, inf_amax_stores_byte_ff_and_reads_back_nan) {
   EXPECT_EQ(Codec::scale_byte(INFINITY), 0xFF);
   EXPECT_EQ(Codec::scale_byte(0.0f), 105);
@@ -334,6 +355,20 @@ TEST(fp8_ds_mla_v4_validation, pages_must_not_overlap) {
             }),
             "mlakv::write_records(fp8_ds_mla_v4): kv_cache: block stride must be >= 37376 (blocks must not overlap), "
             "got 37360");
+}
+
+TEST(fp8_ds_mla_v4_validation, a_block_stride_below_the_padded_page_is_refused_before_writing) {
+  std::vector<std::uint16_t> nope(kNope), rope(kRope);
+  std::vector<std::uint8_t> page(2 * 37440, 0xEE);
+  std::int64_t slot = 64;  // the second page's first token
+  EXPECT_EQ(error_of([&] {
+              mlakv::write_records(Format::kFp8DsMlaV4, mlakv::make_view(nope.data(), DType::kBFloat16, {1, kNope}),
+                                   mlakv::make_view(rope.data(), DType::kBFloat16, {1, kRope}),
+                                   page_view(page.data(), 2, 64, 37376), mlakv::make_view(&slot, DType::kInt64, {1}));
+            }),
+            "mlakv::write_records(fp8_ds_mla_v4): kv_cache: block stride must be >= 37440 (mlakv::page_bytes: the "
+            "padded page), got 37376");
+  EXPECT_TRUE(std::all_of(page.begin(), page.end(), [](std::uint8_t b) { return b == 0xEE; }));
 }
 
 TEST(fp8_ds_mla_v4_validation, sparse_decode_of_the_v4_page_takes_512_wide_queries) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -121,6 +122,11 @@ HandToken fp4_token() {
   // Tile 6: ties go to even: 2.5 -> 2 (0x4), 0.25 -> 0, 0.75 -> 1 (0x2).
   h.set(96, 6.0f), h.set(97, 2.5f), h.set(98, 0.25f), h.set(99, 0.75f);
   h.record[48] = 0x47, h.record[49] = 0x20, h.record[262] = 0x38;
+  // Tile 7: an inf counts as FLT_MAX (FlashMLA's nan_to_num), so the scale clamps to 448 (0x7E);
+  // inf / 448 saturates to 6 (0x7), 1000 / 448 = 2.23 rounds to 2 (0x4).
+  h.nope[112] = 0x7F80;
+  h.set(113, 1000.0f);
+  h.record[56] = 0x47, h.record[263] = 0x7E;
   // Tile 28, the first RoPE tile: amax 12 -> scale 2 (0x40); 12 -> 6 (0x7), -1 -> -0.5 (0x9).
   h.set(kNope + 0, 12.0f), h.set(kNope + 1, -1.0f);
   h.record[224] = 0x97, h.record[256 + 28] = 0x40;
@@ -261,6 +267,8 @@ TEST(v41_reader, decodes_hand_built_records_with_both_readers) {
   for (int i = 64; i < 80; ++i) ASSERT_TRUE(std::isnan(row[i])) << i;  // the NaN tile reads as NaN
   EXPECT_EQ(row[80], 6.75f);
   EXPECT_TRUE(row[81] == 0.0f && std::signbit(row[81]));
+  EXPECT_EQ(row[112], 6.0f * 448.0f);  // the inf tile reads finite: 6 x 448, 2 x 448
+  EXPECT_EQ(row[113], 2.0f * 448.0f);
   EXPECT_EQ(row[97], 2.0f);
   EXPECT_EQ(row[99], 1.0f);
   EXPECT_EQ(pe[2 * kRope + 0], 12.0f);
@@ -351,8 +359,10 @@ TEST(v41_round_trip, fp4_scale_is_the_nearest_e4m3_of_the_clamped_amax_over_6) {
   }
 }
 
-TEST(v41_round_trip, a_nan_or_inf_makes_its_fp4_tile_nan_and_only_that_tile) {
-  for (const std::uint16_t special : {std::uint16_t{0x7FC0}, std::uint16_t{0xFF80}, std::uint16_t{0x7F81}}) {
+// FlashMLA's reference (tests/quant.py, V41_FP4Sparse) folds nan_to_num(|x|, nan=inf) into the
+// amax: a NaN, quiet or signalling, of either sign, makes the tile's scale the E4M3 NaN.
+TEST(v41_round_trip, a_nan_makes_its_fp4_tile_nan_and_only_that_tile) {
+  for (const std::uint16_t special : {std::uint16_t{0x7FC0}, std::uint16_t{0xFFC0}, std::uint16_t{0x7F81}}) {
     std::vector<std::uint16_t> nope(kNope, bf16_bits(1.0f)), rope(kRope, bf16_bits(1.0f));
     nope[35] = special;
     std::uint8_t rec[288];
@@ -366,9 +376,49 @@ TEST(v41_round_trip, a_nan_or_inf_makes_its_fp4_tile_nan_and_only_that_tile) {
     EXPECT_EQ(out[31], 1.03125f);
     EXPECT_EQ(out[48], 1.03125f);
   }
-  EXPECT_EQ(Fp4::scale_byte(INFINITY), 0x7F);
+  EXPECT_EQ(Fp4::scale_byte(INFINITY), 0x7F);  // the amax a NaN leaves
   EXPECT_EQ(Fp4::scale_byte(0.0f), 0x01);
   EXPECT_EQ(Fp4::scale_byte(6.0f * 448.0f * 4.0f), 0x7E);
+}
+
+// An inf counts as FLT_MAX (nan_to_num's posinf default in FlashMLA's reference; vLLM's
+// writer clamps amax / 6 = inf to 448): the tile's scale is 448 (0x7E), the inf is coded
+// +-6 (0x7 / 0xF) and reads back as +-2688, the tile's finite values are coded x / 448.
+TEST(v41_round_trip, an_inf_tile_has_scale_448_and_codes_the_inf_as_6) {
+  struct Case {
+    DType dtype;
+    std::uint16_t inf, one;
+    std::uint8_t code;  // the inf's nibble
+  };
+  for (const Case c : {Case{DType::kBFloat16, 0x7F80, 0x3F80, 0x7}, Case{DType::kBFloat16, 0xFF80, 0x3F80, 0xF},
+                       Case{DType::kFloat16, 0x7C00, 0x3C00, 0x7}, Case{DType::kFloat16, 0xFC00, 0x3C00, 0xF}}) {
+    SCOPED_TRACE(mlakv::dtype_name(c.dtype));
+    std::vector<std::uint16_t> nope(kNope, c.one), rope(kRope, c.one);
+    nope[35] = c.inf;  // tile 2, odd value: the high nibble of byte 17
+    std::uint8_t rec[288];
+    float out[512];
+    encode<Fp4>(c.dtype, nope.data(), rope.data(), rec);
+    Fp4::decode_token(rec, rec + 256, out, out + kNope);
+    EXPECT_EQ(rec[256 + 2], 0x7E);
+    for (int b = 16; b < 24; ++b) EXPECT_EQ(rec[b], b == 17 ? c.code << 4 : 0) << b;  // 1 / 448 rounds to 0
+    EXPECT_EQ(out[35], c.code == 0x7 ? 2688.0f : -2688.0f);
+    EXPECT_EQ(out[34], 0.0f);
+    EXPECT_EQ(rec[256 + 1], e4m3_code_of(0.171875));  // the tiles beside it keep RN(1 / 6)
+    EXPECT_EQ(out[48], 1.03125f);
+  }
+  EXPECT_EQ(Fp4::scale_byte(FLT_MAX), 0x7E);
+}
+
+TEST(v41_round_trip, a_nan_beside_an_inf_still_makes_the_fp4_tile_nan) {
+  for (const int nan_at : {34, 36}) {  // the NaN before and after the inf
+    std::vector<std::uint16_t> nope(kNope, bf16_bits(1.0f)), rope(kRope, bf16_bits(1.0f));
+    nope[35] = 0x7F80;
+    nope[nan_at] = 0x7FC0;
+    std::uint8_t rec[288];
+    encode<Fp4>(DType::kBFloat16, nope.data(), rope.data(), rec);
+    EXPECT_EQ(rec[256 + 2], 0x7F) << nan_at;
+    for (int b = 16; b < 24; ++b) EXPECT_EQ(rec[b], 0) << b;
+  }
 }
 
 TEST(v41_round_trip, mxfp8_nan_never_raises_a_tile_amax_and_inf_stores_byte_ff) {
@@ -613,6 +663,7 @@ TEST(v41_planar_reader, decodes_hand_built_pages_with_both_readers) {
   EXPECT_EQ(row[48], 6.0f * 448.0f);
   for (int i = 64; i < 80; ++i) ASSERT_TRUE(std::isnan(row[i])) << i;  // the NaN tile reads as NaN
   EXPECT_EQ(row[80], 6.75f);
+  EXPECT_EQ(row[112], 6.0f * 448.0f);  // the inf tile reads finite
   EXPECT_EQ(pe[2 * kRope + 0], 12.0f);
   EXPECT_EQ(pe[2 * kRope + 1], -1.0f);
   for (int i = 0; i < 2 * kNope; ++i) ASSERT_EQ(kv[i], 0.0f) << i;  // rows 0 and 1: the page's empty tokens

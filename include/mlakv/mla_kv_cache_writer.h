@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The engine seam: an MLA attention backend binds its cache writer once, at
-// construction, and the compact 368-byte record is used only when switched on.
-// The switch is the engine's policy (vLLM's KV_FP8_ROPE environment variable,
-// read by mlakv.integrations.vllm), passed in; the library reads no environment.
+// The engine seam, MlaKvCacheWriter: an MLA attention backend binds its cache
+// writer once, at construction, and the compact 368-byte record is used only
+// when switched on. The switch is the engine's policy (vLLM's KV_FP8_ROPE
+// environment variable, read by mlakv.integrations.vllm), passed in; the
+// library reads no environment.
 #pragma once
 
 #include <string>
