@@ -27,7 +27,13 @@ from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
 from ._checks import Call
 from ._torch_route import NotRoutable, torch_ops, torch_scale
-from .attention import merge_attention_states, sparse_mla_decode, sparse_mla_decode_workspace_size, sparse_mla_workspace
+from .attention import (
+    merge_attention_states,
+    sparse_mla_decode,
+    sparse_mla_decode_workspace_size,
+    sparse_mla_prefill,
+    sparse_mla_workspace,
+)
 
 __version__: str = _mlakv.__version__
 
@@ -43,6 +49,7 @@ __all__ = [
     "resolve_format",
     "sparse_mla_decode",
     "sparse_mla_decode_workspace_size",
+    "sparse_mla_prefill",
     "sparse_mla_workspace",
 ]
 

@@ -113,6 +113,21 @@ def sparse_mla_decode(
     lse: object,
     stream: int = 0,
 ) -> None: ...
+def sparse_mla_prefill(
+    format: str,
+    q: object,
+    kv_cache: object,
+    indices: object,
+    topk_len: object | None = None,
+    sm_scale: float | None = None,
+    attn_sink: object | None = None,
+    *,
+    scale: object | None = None,
+    rope_dtype: str = "bf16",
+    out: object,
+    lse: object,
+    stream: int = 0,
+) -> None: ...
 def merge_attention_states(
     out_a: object, lse_a: object, out_b: object, lse_b: object, *, out: object, lse: object, stream: int = 0
 ) -> None: ...

@@ -147,7 +147,68 @@ def sparse_mla_decode(
     ``sparse_mla_workspace(q, indices, extra_indices)`` sizes a workspace for both.
     """
     format, q, kv_cache = _format_first(format, q, kv_cache)
-    call = Call("sparse_mla_decode", format)
+    options = {
+        "workspace": workspace,
+        "attn_sink": attn_sink,
+        "extra_format": extra_format,
+        "extra_kv_cache": extra_kv_cache,
+        "extra_indices": extra_indices,
+        "extra_topk_len": extra_topk_len,
+    }
+    rows = (format, q, kv_cache, indices, topk_len, sm_scale)
+    return _sparse_attention("sparse_mla_decode", *rows, out, lse, stream, scale, rope_dtype, options)
+
+
+def sparse_mla_prefill(
+    format: str,
+    q: Any,
+    kv_cache: Any,
+    indices: Any,
+    topk_len: Any = None,
+    sm_scale: float | None = None,
+    attn_sink: Any = None,
+    *,
+    scale: Any = None,
+    rope_dtype: str = "bf16",
+    out: Any = None,
+    lse: Any = None,
+    stream: Any = None,
+) -> tuple[Any, Any]:
+    """Sparse MLA prefill reading ``format`` records directly: ``(out [s_q, H, 512] bf16, lse [s_q, H] float32)``.
+
+    Each of the ``s_q`` query rows (a prompt's tokens) attends to its top-k cached tokens with
+    ``sparse_mla_decode``'s semantics exactly (q ``[s_q, H, d_qk]``, indices ``[s_q, K]``, topk_len,
+    sm_scale, the DeepSeek V4 family's ``attn_sink``, scale and rope_dtype as there); what differs is
+    the shape of the work: many rows that share only the cache, none split, so no workspace. See
+    ``include/mlakv/prefill.h``.
+    """
+    rows = (format, q, kv_cache, indices, topk_len, sm_scale)
+    return _sparse_attention("sparse_mla_prefill", *rows, out, lse, stream, scale, rope_dtype, {"attn_sink": attn_sink})
+
+
+# The attention calls' keyword arguments that are format ids, and that the call writes.
+_FORMAT_IDS = ("extra_format",)
+_WRITTEN = ("workspace",)
+
+
+def _sparse_attention(
+    function: str,
+    format: Any,
+    q: Any,
+    kv_cache: Any,
+    indices: Any,
+    topk_len: Any,
+    sm_scale: Any,
+    out: Any,
+    lse: Any,
+    stream: Any,
+    scale: Any,
+    rope_dtype: Any,
+    options: dict[str, Any],
+) -> tuple[Any, Any]:
+    """The decode's and the prefill's call (``options``: the op's own keyword arguments): checks, then
+    ``torch.ops.mlakv.<function>`` for torch tensors, else ``_mlakv.<function>`` on outputs allocated here."""
+    call = Call(function, format)
     call.string("format", format, "must be a str (a format id of mlakv.formats())")
     q = call.array("q", q)
     kv_cache = call.array("kv_cache", kv_cache)
@@ -155,38 +216,27 @@ def sparse_mla_decode(
     topk_len = call.optional_array("topk_len", topk_len)
     out = call.optional_array("out", out, writable=True)
     lse = call.optional_array("lse", lse, writable=True)
-    workspace = call.optional_array("workspace", workspace, writable=True)
     k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
-    attn_sink = call.optional_array("attn_sink", attn_sink)
-    if extra_format is not None:
-        call.string("extra_format", extra_format, "must be a str (a DeepSeek V4 family format id) or None")
-    extra_kv_cache = call.optional_array("extra_kv_cache", extra_kv_cache)
-    extra_indices = call.optional_array("extra_indices", extra_indices)
-    extra_topk_len = call.optional_array("extra_topk_len", extra_topk_len)
+    for name, value in options.items():
+        if name in _FORMAT_IDS and value is not None:
+            call.string(name, value, "must be a str (a DeepSeek V4 family format id) or None")
+        elif name not in _FORMAT_IDS:
+            options[name] = call.optional_array(name, value, writable=name in _WRITTEN)
     if sm_scale is not None and (
         isinstance(sm_scale, (bool, np.bool_)) or not isinstance(sm_scale, (int, float, np.number))
     ):
         query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
         call.type_error("sm_scale", f"must be a float (None: 1/sqrt({query_dim}))", type(sm_scale).__name__)
+    sm_scale = None if sm_scale is None else float(sm_scale)
     stream = call.stream("stream", stream)
-    extra = {"extra_kv_cache": extra_kv_cache, "extra_indices": extra_indices, "extra_topk_len": extra_topk_len}
-    tensors = (q, kv_cache, indices, topk_len, workspace, attn_sink, *extra.values())
-    ops = torch_ops(stream, *tensors) if out is None and lse is None else None
+    arrays = [v for k, v in options.items() if k not in _FORMAT_IDS]
+    ops = torch_ops(stream, q, kv_cache, indices, topk_len, *arrays) if out is None and lse is None else None
     if ops is not None:
         with contextlib.suppress(NotRoutable):
-            options = {"scale": torch_scale(call, scale), "rope_dtype": rope_dtype, "workspace": workspace}
-            return ops.sparse_mla_decode(
-                format,
-                q,
-                kv_cache,
-                indices,
-                topk_len,
-                None if sm_scale is None else float(sm_scale),
-                attn_sink=attn_sink,
-                extra_format=extra_format,
-                **extra,
-                **options,
+            k_scale_tensor = torch_scale(call, scale)
+            return getattr(ops, function)(
+                format, q, kv_cache, indices, topk_len, sm_scale, scale=k_scale_tensor, rope_dtype=rope_dtype, **options
             )
     handle = stream_handle(stream, q, kv_cache)
     rows = int(q.shape[0]) if getattr(q, "ndim", 0) >= 1 else 0
@@ -197,21 +247,16 @@ def sparse_mla_decode(
         )
     if lse is None:
         lse = call.allocate("q", lambda: empty(q, (rows, heads), "float32"), (rows, heads), "float32")
-    _mlakv.sparse_mla_decode(
+    getattr(_mlakv, function)(
         format,
         tagged(q),
         export(kv_cache),
         export(indices),
         tagged(topk_len),
-        None if sm_scale is None else float(sm_scale),
+        sm_scale,
         scale=export(k_scale),
         rope_dtype=rope_dtype,
-        workspace=tagged(workspace),
-        attn_sink=tagged(attn_sink),
-        extra_format=extra_format,
-        extra_kv_cache=tagged(extra_kv_cache),
-        extra_indices=tagged(extra_indices),
-        extra_topk_len=tagged(extra_topk_len),
+        **{name: value if name in _FORMAT_IDS else tagged(value) for name, value in options.items()},
         out=tagged(out),
         lse=tagged(lse),
         stream=handle,

@@ -11,6 +11,7 @@ imports ``mlakv.torch`` once, after which::
     out = torch.ops.mlakv.gather_records_paged(format, kv_cache, block_table, seq_lens, cu_seq_lens, num_rows, ...)
     out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...,
                                                  attn_sink=None, extra_format=None, extra_kv_cache=None, ...)
+    out, lse = torch.ops.mlakv.sparse_mla_prefill(format, q, kv_cache, indices, topk_len, sm_scale, attn_sink, ...)
     out, lse = torch.ops.mlakv.merge_attention_states(out_a, lse_a, out_b, lse_b)
     torch.ops.mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, device)
     slots = torch.ops.mlakv.dcp_local_slots(indices, req_id, block_table, world_size=N, rank=r, block_size=B)

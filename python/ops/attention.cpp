@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The attention run functions: sparse_mla_decode (DeepSeek V4's sink and
-// extra cache included), merge_attention_states and the decode's workspace size.
+// extra cache included), sparse_mla_prefill, merge_attention_states and the
+// decode's workspace size.
 #include "mlakv/attention.h"
 
 #include <string>
 #include <utility>
 
+#include "gather_options.h"
 #include "mlakv/checks.h"
 #include "mlakv/error.h"
+#include "mlakv/prefill.h"
 #include "run_functions.h"
 #include "sparse_decode_extra.h"
 
@@ -21,9 +24,7 @@ std::int64_t run_sparse_mla_decode(const OpCall& c) {
   SparseDecodeOptions options;
   options.sm_scale = static_cast<float>(c.optional_real("sm_scale").value_or(0.0));
   options.topk_len = c.optional_tensor("topk_len");
-  options.decode.scale = c.optional_tensor("scale");
-  const std::string_view rope = c.text("rope_dtype");
-  options.decode.rope_dtype = rope == "bf16" ? DType::kBFloat16 : rope == "fp16" ? DType::kFloat16 : DType::kOther;
+  options.decode = gather_options(c);
   options.workspace = c.optional_tensor("workspace");
   options.attn_sink = c.optional_tensor("attn_sink");
   options.extra = extra ? &*extra : nullptr;
@@ -32,6 +33,22 @@ std::int64_t run_sparse_mla_decode(const OpCall& c) {
     check_sparse_mla_decode(format, q, cache, indices, c.output(0), c.output(1), options);
   } else {
     sparse_mla_decode(format, q, cache, indices, c.output(0), c.output(1), options, c.stream());
+  }
+  return 0;
+}
+
+std::int64_t run_sparse_mla_prefill(const OpCall& c) {
+  const Format format = parse_format(c.text("format"));
+  SparsePrefillOptions options;
+  options.sm_scale = static_cast<float>(c.optional_real("sm_scale").value_or(0.0));
+  options.topk_len = c.optional_tensor("topk_len");
+  options.decode = gather_options(c);
+  options.attn_sink = c.optional_tensor("attn_sink");
+  const TensorView &q = c.tensor("q"), &cache = c.tensor("kv_cache"), &indices = c.tensor("indices");
+  if (!c.run()) {
+    check_sparse_mla_prefill(format, q, cache, indices, c.output(0), c.output(1), options);
+  } else {
+    sparse_mla_prefill(format, q, cache, indices, c.output(0), c.output(1), options, c.stream());
   }
   return 0;
 }

@@ -10,6 +10,10 @@
 namespace mlakv::bindings {
 
 std::span<const Op> op_table() {
+  // The decode's and the prefill's: out [R, H, 512] bf16 and lse [R, H] float32 for q [R, H, d_qk].
+  static const std::vector<Output> attention_outputs = {
+      {"out", {axis("q", 0), axis("q", 1), constant(kValueDim)}, fixed(DType::kBFloat16)},
+      {"lse", {axis("q", 0), axis("q", 1)}, fixed(DType::kFloat32)}};
   static const std::vector<Op> ops = {
       // --- writers (the cache is written in place) ---
       {"concat_and_cache_mla",
@@ -52,9 +56,13 @@ std::span<const Op> op_table() {
        "float? sm_scale=None, *, Tensor? scale=None, str rope_dtype=\"bf16\", Tensor(a!)? workspace=None, "
        "Tensor? attn_sink=None, str? extra_format=None, Tensor? extra_kv_cache=None, Tensor? extra_indices=None, "
        "Tensor? extra_topk_len=None) -> (Tensor, Tensor)",
-       {{"out", {axis("q", 0), axis("q", 1), constant(kValueDim)}, fixed(DType::kBFloat16)},
-        {"lse", {axis("q", 0), axis("q", 1)}, fixed(DType::kFloat32)}},
-       &run_sparse_mla_decode},
+       attention_outputs, &run_sparse_mla_decode},
+      // the decode's semantics over many rows that share only the cache (mlakv/prefill.h): no workspace
+      {"sparse_mla_prefill",
+       "sparse_mla_prefill(str format, Tensor q, Tensor kv_cache, Tensor indices, Tensor? topk_len=None, "
+       "float? sm_scale=None, Tensor? attn_sink=None, *, Tensor? scale=None, str rope_dtype=\"bf16\") "
+       "-> (Tensor, Tensor)",
+       attention_outputs, &run_sparse_mla_prefill},
       {"merge_attention_states",
        "merge_attention_states(Tensor out_a, Tensor lse_a, Tensor out_b, Tensor lse_b) -> (Tensor, Tensor)",
        {{"out", {slice("out_a", 0)}, like("out_a")}, {"lse", {slice("lse_a", 0)}, fixed(DType::kFloat32)}},

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "gather_options.h"
 #include "mlakv/checks.h"
 #include "mlakv/error.h"
 #include "mlakv/formats.h"
@@ -12,15 +13,6 @@
 
 namespace mlakv::bindings {
 namespace {
-
-// The readers' options: rope_dtype "bf16" or "fp16" (anything else is left for the library to refuse).
-GatherOptions gather_options(const OpCall& c) {
-  GatherOptions options;
-  options.scale = c.optional_tensor("scale");
-  const std::string_view rope = c.text("rope_dtype");
-  options.rope_dtype = rope == "bf16" ? DType::kBFloat16 : rope == "fp16" ? DType::kFloat16 : DType::kOther;
-  return options;
-}
 
 // The latent and RoPE widths of `format`; an unknown id gets 512 and 64 and is refused by the library call.
 TokenGeometry widths(std::string_view format) {

@@ -16,6 +16,7 @@ std::int64_t run_gather_records(const OpCall& call);
 std::int64_t run_gather_records_out(const OpCall& call);
 std::int64_t run_gather_records_paged(const OpCall& call);
 std::int64_t run_sparse_mla_decode(const OpCall& call);
+std::int64_t run_sparse_mla_prefill(const OpCall& call);
 std::int64_t run_merge_attention_states(const OpCall& call);
 std::int64_t run_sparse_mla_decode_workspace_size(const OpCall& call);
 std::int64_t run_dcp_local_slots(const OpCall& call);

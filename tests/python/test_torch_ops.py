@@ -65,7 +65,7 @@ def written(fmt: str, tokens: int, device: str):
 
 def test_every_op_has_the_schema_mlakv_torch_states():
     """Under either registration: the C++ extension's schemas are mlakv.torch's, op by op."""
-    assert len(mlakv_torch._SCHEMAS) == 11
+    assert len(mlakv_torch._SCHEMAS) == 12
     for name, schema in mlakv_torch._SCHEMAS.items():
         assert str(getattr(ops, name).default._schema) == str(torch._C.parse_schema(f"mlakv::{schema}")), name
 
@@ -112,6 +112,8 @@ idx = torch.tensor([[0, 3, 70, -1], [5, -1, 64, 3]], dtype=torch.int32)
 out, lse = ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx, None, 0.1)
 merged, merged_lse = ops.merge_attention_states(out.float(), lse, out.float(), lse)
 report["decode"] = [cache.sum().item(), out.float().sum().item(), lse.sum().item(), merged.sum().item()]
+prefill, prefill_lse = ops.sparse_mla_prefill("nvfp4_ds_mla_fp8_rope", q, cache, idx, None, 0.1)
+report["prefill"] = [prefill.float().sum().item(), prefill_lse.sum().item()]
 report["workspace"] = ops.sparse_mla_decode_workspace_size(4, 16, 2048, torch.device("cpu"))
 cp_idx = torch.tensor([[0, 1, 64, 130, -1], [63, 127, 200, 5, 64]], dtype=torch.int32)
 req, table = torch.zeros(2, dtype=torch.int32), torch.tensor([[1, 0, 3, 2]], dtype=torch.int32)
@@ -132,6 +134,7 @@ report["errors"] = errors(
     lambda: ops.gather_records_paged("nvfp4_ds_mla_fp8_rope", cache, idx, idx[0], idx[0], -1),
     lambda: ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q[..., :512], cache, idx),
     lambda: ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx.long()),
+    lambda: ops.sparse_mla_prefill("nvfp4_ds_mla_fp8_rope", q[..., :512], cache, idx),
     lambda: ops.merge_attention_states(out, lse, out[:1], lse[:1]),
     lambda: ops.sparse_mla_decode_workspace_size(-1, 16, 2048, torch.device("cpu")),
     lambda: ops.concat_and_cache_mla(kv_c[None, None, None], k_pe, cache, slots, "fp8_ds_mla", None),
