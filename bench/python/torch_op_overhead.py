@@ -75,7 +75,7 @@ def main() -> None:
 
     def raw_dlpack():
         handle = torch.cuda.current_stream(dev).cuda_stream if kv_c.is_cuda else 0
-        dlpack(export(kv_c), None, export(k_pe), None, export(cache), export(slots), a.format, export(scale), handle)
+        dlpack(export(kv_c), export(k_pe), export(cache), export(slots), a.format, export(scale), stream=handle)
 
     cases = {
         "raw_extension_prebuilt_views": raw_prebuilt,

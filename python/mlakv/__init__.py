@@ -16,15 +16,24 @@ when ``mlakv.torch`` is imported.
 
 from __future__ import annotations
 
+import contextlib as _contextlib
+import sys as _sys
 from typing import Any
 
 import numpy as np
 
 from . import _mlakv
-from ._arrays import empty, input_array, output_array, stream_handle, writer_arguments
+from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
 from ._checks import Call
-from .attention import merge_attention_states, sparse_mla_decode, sparse_mla_decode_workspace_size, sparse_mla_workspace
+from ._torch_route import NotRoutable, torch_ops, torch_scale
+from .attention import (
+    merge_attention_states,
+    sparse_mla_decode,
+    sparse_mla_decode_workspace_size,
+    sparse_mla_prefill,
+    sparse_mla_workspace,
+)
 
 __version__: str = _mlakv.__version__
 
@@ -36,9 +45,11 @@ __all__ = [
     "gather_records",
     "gather_records_paged",
     "merge_attention_states",
+    "page_bytes",
     "resolve_format",
     "sparse_mla_decode",
     "sparse_mla_decode_workspace_size",
+    "sparse_mla_prefill",
     "sparse_mla_workspace",
 ]
 
@@ -60,6 +71,19 @@ def formats() -> list[dict[str, Any]]:
     "fp16" for the records that store inputs verbatim, else None); each field has region ("data" or
     "scale"), element and group besides name, offset, bytes and contents."""
     return _mlakv.formats()
+
+
+def page_bytes(format: str, block_size: int) -> int:
+    """Bytes of one page (one block of ``block_size`` tokens) of a ``format`` cache, padding included:
+    the smallest block stride its cache can have (``block_size * record_bytes`` for token-major
+    formats; DeepSeek V4's block-planar pages are padded, e.g. to a multiple of 576)."""
+    call = _format_call("page_bytes", format)
+    block_size = call.count("block_size", block_size)
+    if block_size >= 2**31:
+        call.value_error("block_size", "must be < 2^31", str(block_size))
+    if format not in _WIDTHS:
+        call.value_error("format", "must be a format id of mlakv.formats()", repr(format))
+    return int(_mlakv.page_bytes(format, block_size))
 
 
 def resolve_format(
@@ -128,8 +152,14 @@ def concat_and_cache_mla(
     """
     call = Call("concat_and_cache_mla", kv_cache_dtype)
     call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (auto, fp8, fp8_e4m3, fp8_ds_mla, ...)")
+    ops = torch_ops(stream, kv_c, k_pe, kv_cache, slot_mapping)
+    if ops is not None:
+        with _contextlib.suppress(NotRoutable):
+            return ops.concat_and_cache_mla(
+                kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, torch_scale(call, scale)
+            )
     tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
-    _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, handle)
+    _mlakv.concat_and_cache_mla(*tensors, kv_cache_dtype, scale, stream=handle)
 
 
 def _format_call(function: str, format: Any) -> Call:
@@ -161,33 +191,42 @@ def gather_records(
     call = _format_call("gather_records", format)
     kv_cache = call.array("kv_cache", kv_cache)
     slots = call.slots("slots", slots)
-    scale = call.scale("scale", scale)
+    k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
+    ops = torch_ops(call.stream("stream", stream), kv_cache, slots, out)
+    if ops is not None:
+        with _contextlib.suppress(NotRoutable):
+            return _gather_records_op(
+                ops, call, format, kv_cache, slots, torch_scale(call, scale), rope_dtype, dtype, out
+            )
+    scale = k_scale
     handle = stream_handle(call.stream("stream", stream), kv_cache)
     n = int(slots.shape[0]) if getattr(slots, "ndim", 0) >= 1 else 0
     nope, rope = _widths(format)
-    if out is None:
-        shapes = ((n, nope), (n, rope))
-        kv_c = call.allocate("slots", lambda: empty(kv_cache, shapes[0], dtype), shapes[0], dtype)
-        k_pe = call.allocate("slots", lambda: empty(kv_cache, shapes[1], dtype), shapes[1], dtype)
-    else:
+    options = {"scale": export_cache(scale), "rope_dtype": rope_dtype, "stream": handle}
+    if out is not None:
         call.prefill_out("out", out, n, nope + rope)
-        kv_c, k_pe = out[:, :nope], out[:, nope:]
-    kv_out, tag = output_array(kv_c)
-    pe_out, _ = output_array(k_pe)
+        _mlakv.gather_records_out(format, export_cache(kv_cache), export_cache(slots), tagged(out), **options)
+        return out[:, :nope], out[:, nope:]
+    shapes = ((n, nope), (n, rope))
+    kv_c = call.allocate("slots", lambda: empty(kv_cache, shapes[0], dtype), shapes[0], dtype)
+    k_pe = call.allocate("slots", lambda: empty(kv_cache, shapes[1], dtype), shapes[1], dtype)
     _mlakv.gather_records(
-        format,
-        export_cache(kv_cache),
-        export_cache(slots),
-        kv_out,
-        pe_out,
-        tag,
-        export_cache(scale),
-        rope_dtype,
-        handle,
+        format, export_cache(kv_cache), export_cache(slots), kv_c=tagged(kv_c), k_pe=tagged(k_pe), **options
     )
     return kv_c, k_pe
+
+
+def _gather_records_op(ops, call, format, kv_cache, slots, scale, rope_dtype, dtype, out):
+    """gather_records through torch.ops.mlakv: two new outputs, or the prefill layout's out."""
+    options = {"scale": scale, "rope_dtype": rope_dtype}
+    if out is None:
+        return ops.gather_records(format, kv_cache, slots, dtype=getattr(_sys.modules["torch"], dtype), **options)
+    nope, rope = _widths(format)
+    call.prefill_out("out", out, int(slots.shape[0]) if slots.dim() >= 1 else 0, nope + rope)
+    ops.gather_records_out(format, kv_cache, slots, out, **options)
+    return out[:, :nope], out[:, nope:]
 
 
 def gather_records_paged(
@@ -218,10 +257,10 @@ def gather_records_paged(
     block_table = call.array("block_table", block_table)
     seq_lens = call.array("seq_lens", seq_lens)
     cu_seq_lens = call.array("cu_seq_lens", cu_seq_lens)
-    scale = call.scale("scale", scale)
+    k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
-    handle = stream_handle(call.stream("stream", stream), kv_cache)
+    stream = call.stream("stream", stream)
     nope, rope = _widths(format)
     width = nope + rope
     if out is None:
@@ -234,22 +273,27 @@ def gather_records_paged(
             if last < 0:
                 call.value_error("cu_seq_lens", "cu_seq_lens[-1] (the row count) must be >= 0", str(last))
             rows = last
+        ops = torch_ops(stream, kv_cache, block_table, seq_lens, cu_seq_lens)
+        if ops is not None:
+            with _contextlib.suppress(NotRoutable):
+                options = {"scale": torch_scale(call, scale), "rope_dtype": rope_dtype}
+                torch_dtype = getattr(_sys.modules["torch"], dtype)
+                return ops.gather_records_paged(
+                    format, kv_cache, block_table, seq_lens, cu_seq_lens, rows, dtype=torch_dtype, **options
+                )
         out = call.allocate("num_rows", lambda: empty(kv_cache, (rows, width), dtype), (rows, width), dtype)
     else:
         call.prefill_out("out", out, None, width)
-    kv_out, tag = output_array(out[:, :nope])
-    pe_out, _ = output_array(out[:, nope:])
     _mlakv.gather_records_paged(
         format,
         export_cache(kv_cache),
-        input_array(block_table)[0],
-        input_array(seq_lens)[0],
-        input_array(cu_seq_lens)[0],
-        kv_out,
-        pe_out,
-        tag,
-        export_cache(scale),
-        rope_dtype,
-        handle,
+        export_cache(block_table),
+        export_cache(seq_lens),
+        export_cache(cu_seq_lens),
+        int(out.shape[0]),
+        scale=export_cache(k_scale),
+        rope_dtype=rope_dtype,
+        out=tagged(out),
+        stream=stream_handle(stream, kv_cache),
     )
     return out

@@ -75,18 +75,25 @@ def output_array(x: Any) -> tuple[Any, str | None]:
     return input_array(x)
 
 
+def tagged(x: Any) -> Any:
+    """An array as the op functions (mlakv._mlakv.<op>) take it: exported, or a numpy bfloat16 array as
+    the pair (its uint16 view, 'bf16'); None stays None."""
+    if x is None:
+        return None
+    array, tag = input_array(x)
+    return array if tag is None else (array, tag)
+
+
 def writer_arguments(
     call: Any, kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, scale: Any, stream: Any
 ) -> tuple:
-    """The extension's writer arguments, checked by ``call`` (a ``_checks.Call``):
-    ((kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slots), scale, stream)."""
+    """The writer op functions' arguments, checked by ``call`` (a ``_checks.Call``):
+    ((kv_c, k_pe, kv_cache, slots), scale, stream)."""
     kv_c = call.array("kv_c", kv_c)
     k_pe = call.array("k_pe", k_pe)
     kv_cache = call.array("kv_cache", kv_cache, writable=True)
     slot_mapping = call.slots("slot_mapping", slot_mapping)
     scale = call.scale("scale", scale)
     handle = stream_handle(call.stream("stream", stream), kv_c, kv_cache)
-    kv_c, kv_c_tag = input_array(kv_c)
-    k_pe, k_pe_tag = input_array(k_pe)
-    tensors = (kv_c, kv_c_tag, k_pe, k_pe_tag, output_array(kv_cache)[0], export(slot_mapping))
+    tensors = (tagged(kv_c), tagged(k_pe), output_array(kv_cache)[0], export(slot_mapping))
     return tensors, export(scale), handle

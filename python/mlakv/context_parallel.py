@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import _mlakv
-from ._arrays import empty, export, input_array, output_array, stream_handle
+from ._arrays import empty, export, stream_handle, tagged
 from ._checks import Call
+from ._torch_route import torch_ops
 
 
 def _int(call: Call, name: str, x: Any) -> int:
@@ -48,11 +49,29 @@ def dcp_local_slots(
     out = call.optional_array("out", out, writable=True)
     layout = [_int(call, f"layout.{n}", v) for n, v in (("world_size", world_size), ("rank", rank))]
     layout += [_int(call, "layout.interleave", interleave), _int(call, "layout.block_size", block_size)]
-    handle = stream_handle(call.stream("stream", stream), indices)
+    stream = call.stream("stream", stream)
+    ops = torch_ops(stream, indices, req_id, block_table) if out is None else None
+    if ops is not None:
+        world_size, rank, interleave, block_size = layout
+        return ops.dcp_local_slots(
+            indices, req_id, block_table, world_size=world_size, rank=rank, block_size=block_size, interleave=interleave
+        )
+    handle = stream_handle(stream, indices)
     if out is None:
         shape = tuple(int(d) for d in getattr(indices, "shape", ()))
         out = call.allocate("indices", lambda: _empty_int32(indices, shape), shape, "int32")
-    _mlakv.dcp_local_slots(export(indices), export(req_id), export(block_table), export(out), *layout, handle)
+    world_size, rank, interleave, block_size = layout
+    _mlakv.dcp_local_slots(
+        export(indices),
+        export(req_id),
+        export(block_table),
+        world_size=world_size,
+        rank=rank,
+        block_size=block_size,
+        interleave=interleave,
+        local_slots=export(out),
+        stream=handle,
+    )
     return out
 
 
@@ -87,16 +106,18 @@ def merge_attention_states(
     outs, lses = call.array("outs", outs), call.array("lses", lses)
     out = call.optional_array("out", out, writable=True)
     lse = call.optional_array("lse", lse, writable=True)
-    handle = stream_handle(call.stream("stream", stream), outs)
+    stream = call.stream("stream", stream)
+    ops = torch_ops(stream, outs, lses) if out is None and lse is None else None
+    if ops is not None:
+        return ops.merge_attention_states_stacked(outs, lses)
+    handle = stream_handle(stream, outs)
     shape = tuple(int(d) for d in getattr(outs, "shape", ()))
     if out is None:
         dtype = "float32" if str(getattr(outs, "dtype", "")).endswith("float32") else "bfloat16"
         out = call.allocate("outs", lambda: empty(outs, shape[1:], dtype), shape[1:], dtype)
     if lse is None:
         lse = call.allocate("outs", lambda: empty(outs, shape[1:3], "float32"), shape[1:3], "float32")
-    outs_arr, outs_tag = input_array(outs)
-    out_arr, out_tag = output_array(out)
-    _mlakv.merge_attention_states_stacked(outs_arr, outs_tag, export(lses), out_arr, out_tag, export(lse), handle)
+    _mlakv.merge_attention_states_stacked(tagged(outs), export(lses), out=tagged(out), lse=export(lse), stream=handle)
     return out, lse
 
 
@@ -113,4 +134,4 @@ def record_all_gather_bytes(format: str, tokens: int, world_size: int) -> dict[s
         call.value_error("format", "must be a format id of mlakv.formats()", repr(format))
     per_rank = -(-tokens // world_size)
     received = (world_size - 1) * per_rank
-    return {"compact": received * int(info["record_bytes"]), "bf16": received * 576 * 2}
+    return {"compact": received * int(info["record_bytes"]), "bf16": received * _mlakv.QUERY_DIM * 2}

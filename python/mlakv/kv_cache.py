@@ -9,6 +9,7 @@ compact record is switched on::
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from . import _mlakv
 from ._arrays import writer_arguments
 from ._checks import Call
+from ._torch_route import NotRoutable, torch_ops, torch_scale
 
 __all__ = ["concat_and_cache_nvfp4_mla_fp8_rope"]
 
@@ -46,5 +48,10 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
         call.type_error("per_token_scale", "must be a bool", type(per_token_scale).__name__)
     if per_token_scale:
         call = Call("concat_and_cache_nvfp4_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope_pts")
+    ops = torch_ops(stream, kv_c, k_pe, kv_cache, slot_mapping)
+    if ops is not None:
+        with contextlib.suppress(NotRoutable):
+            s = torch_scale(call, scale)
+            return ops.concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, kv_cache, slot_mapping, s, bool(per_token_scale))
     tensors, scale, handle = writer_arguments(call, kv_c, k_pe, kv_cache, slot_mapping, scale, stream)
-    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(*tensors, scale, bool(per_token_scale), handle)
+    _mlakv.concat_and_cache_nvfp4_mla_fp8_rope(*tensors, scale, bool(per_token_scale), stream=handle)

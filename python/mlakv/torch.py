@@ -9,14 +9,18 @@ imports ``mlakv.torch`` once, after which::
     kv_c, k_pe = torch.ops.mlakv.gather_records(format, kv_cache, slots, scale=None, rope_dtype="bf16", dtype=None)
     torch.ops.mlakv.gather_records_out(format, kv_cache, slots, out)    # out [N, 576]: the prefill layout
     out = torch.ops.mlakv.gather_records_paged(format, kv_cache, block_table, seq_lens, cu_seq_lens, num_rows, ...)
-    out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...)
+    out, lse = torch.ops.mlakv.sparse_mla_decode(format, q, kv_cache, indices, topk_len, sm_scale, ...,
+                                                 attn_sink=None, extra_format=None, extra_kv_cache=None, ...)
+    out, lse = torch.ops.mlakv.sparse_mla_prefill(format, q, kv_cache, indices, topk_len, sm_scale, attn_sink, ...)
     out, lse = torch.ops.mlakv.merge_attention_states(out_a, lse_a, out_b, lse_b)
     torch.ops.mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, device)
     slots = torch.ops.mlakv.dcp_local_slots(indices, req_id, block_table, world_size=N, rank=r, block_size=B)
     out, lse = torch.ops.mlakv.merge_attention_states_stacked(outs, lses)   # [N, R, H, D], [N, R, H]: N-way
 
-The schemas declare what each op writes (the cache, gather_records_out's out, the decode's workspace) and
-nothing else. Each op hands the extension its tensors' pointers, dtypes, shapes,
+Every op comes from the op table (python/ops/op_table.h, read here through ``_mlakv.op_table()``): its
+schema, the outputs its kernel allocates and its run function; this module turns each entry into a Python
+kernel and a fake implementation. The schemas declare what each op writes (the cache, gather_records_out's
+out, the decode's workspace) and nothing else. Each op hands the extension its tensors' pointers, dtypes, shapes,
 strides and torch's current CUDA stream (no DLPack export), so Dynamo traces the
 ops and ``torch.compile(fullgraph=True)`` holds over a writer -> reader ->
 decode -> merge pipeline, and CUDA graphs capture them. Each fake
@@ -36,7 +40,6 @@ extension. Schemas, errors and what is written are the same under both.
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
 from pathlib import Path
@@ -88,19 +91,9 @@ def _view(t: torch.Tensor, dtypes: dict = _DTYPES) -> tuple:
     return (t.data_ptr(), dtypes.get(t.dtype, _OTHER), t.shape, t.stride(), t.get_device())
 
 
-def _optional_view(t: Optional[torch.Tensor]) -> Optional[tuple]:
-    return None if t is None else _view(t)
-
-
 def _stream(t: torch.Tensor) -> int:
     """torch's current stream on t's device (0 for the CPU), as the raw cudaStream_t."""
     return torch._C._cuda_getCurrentRawStream(t.get_device()) if t.is_cuda else 0
-
-
-def _columns(view: tuple, start: int, width: int, itemsize: int) -> tuple:
-    """Columns [start, start + width) of a 2-D view: the prefill output's latent and RoPE parts."""
-    data, dtype, shape, strides, device = view
-    return (data + start * strides[1] * itemsize, dtype, (shape[0], width), strides, device)
 
 
 class _NoHint(Exception):
@@ -192,498 +185,165 @@ def _registration() -> str:
 
 
 REGISTRATION = _registration()
+# The op table (python/ops/op_table.h): each op's name, schema and outputs, as every binding reads them.
+_TABLE: list[dict[str, Any]] = _mlakv.op_table()
 # The schemas, name -> text: what this module defines, and what the C++ extension must define (tested).
-_SCHEMAS: dict[str, str] = {}
+_SCHEMAS: dict[str, str] = {op["name"]: op["schema"] for op in _TABLE}
 _lib = torch.library.Library("mlakv", "DEF" if REGISTRATION == "python" else "FRAGMENT")
 
-
-def _define(schema: str, impl: Any, fake: Any) -> None:
-    name = schema.split("(")[0]  # no overloads: opcheck tests only operators without them
-    _SCHEMAS[name] = schema
-    if REGISTRATION == "python":
-        _lib.define(schema)
-        _lib.impl(name, impl, "CPU")
-        _lib.impl(name, impl, "CUDA")
-    torch.library.register_fake(f"mlakv::{name}", fake, lib=_lib)
+# mlakv::DType's value -> torch dtype, for the outputs the table declares.
+_TORCH_DTYPES = {code: dtype for dtype, code in _DTYPES.items()}
+# The arguments whose value a CPU call's checks read (a fake one gets a real 1.0: _FakeViews.scale).
+_SCALES = ("scale", "k_scale")
 
 
-# --- writers -------------------------------------------------------------------------------------------------------
-
-
-def _concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale=None):
-    _raw.concat_and_cache_mla(
-        _view(kv_c),
-        _view(k_pe),
-        _view(kv_cache, _CACHE_DTYPES),
-        _view(slot_mapping),
-        kv_cache_dtype,
-        None if scale is None else _view(scale),
-        _stream(kv_c),
-        True,
-    )
-
-
-def _concat_and_cache_mla_fake(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale=None):
-    _fake_checks(
-        lambda v: _raw.concat_and_cache_mla(
-            v(kv_c), v(k_pe), v(kv_cache, _CACHE_DTYPES), v(slot_mapping), kv_cache_dtype, v.scale(scale), 0, False
-        )
-    )
-
-
-_define(
-    "concat_and_cache_mla(Tensor kv_c, Tensor k_pe, Tensor(a!) kv_cache, Tensor slot_mapping, str kv_cache_dtype, "
-    "Tensor? scale=None) -> ()",
-    _concat_and_cache_mla,
-    _concat_and_cache_mla_fake,
-)
-
-
-def _concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, kv_cache, slot_mapping, scale=None, per_token_scale=False):
-    _raw.concat_and_cache_nvfp4_mla_fp8_rope(
-        _view(kv_c),
-        _view(k_pe),
-        _view(kv_cache),
-        _view(slot_mapping),
-        None if scale is None else _view(scale),
-        per_token_scale,
-        _stream(kv_c),
-        True,
-    )
-
-
-def _concat_and_cache_nvfp4_mla_fp8_rope_fake(kv_c, k_pe, kv_cache, slot_mapping, scale=None, per_token_scale=False):
-    _fake_checks(
-        lambda v: _raw.concat_and_cache_nvfp4_mla_fp8_rope(
-            v(kv_c), v(k_pe), v(kv_cache), v(slot_mapping), v.scale(scale), per_token_scale, 0, False
-        )
-    )
-
-
-_define(
-    "concat_and_cache_nvfp4_mla_fp8_rope(Tensor kv_c, Tensor k_pe, Tensor(a!) kv_cache, Tensor slot_mapping, "
-    "Tensor? scale=None, bool per_token_scale=False) -> ()",
-    _concat_and_cache_nvfp4_mla_fp8_rope,
-    _concat_and_cache_nvfp4_mla_fp8_rope_fake,
-)
-
-
-# --- the engine seam (mlakv.integrations.vllm) ---------------------------------------------------------------------
-
-
-@functools.cache
-def _seam(kv_cache_dtype: str, fp8_rope: bool, per_token_scale: bool) -> Any:
-    """The C++ seam of one configuration, built once (its construction fails closed)."""
-    return _mlakv.MlaKvCacheWriter(kv_cache_dtype, fp8_rope, per_token_scale)
-
-
-def _mla_kv_cache_writer_update(
-    kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, seam_kv_cache_dtype, fp8_rope, per_token_scale
-):
-    _seam(seam_kv_cache_dtype, fp8_rope, per_token_scale).update_raw(
-        _view(kv_c),
-        _view(k_pe),
-        _view(kv_cache, _CACHE_DTYPES),
-        _view(slot_mapping),
-        kv_cache_dtype,
-        None if k_scale is None else _view(k_scale),
-        _stream(kv_c),
-        True,
-    )
-
-
-def _mla_kv_cache_writer_update_fake(
-    kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, k_scale, seam_kv_cache_dtype, fp8_rope, per_token_scale
-):
-    seam = _seam(seam_kv_cache_dtype, fp8_rope, per_token_scale)
-    _fake_checks(
-        lambda v: seam.update_raw(
-            v(kv_c), v(k_pe), v(kv_cache, _CACHE_DTYPES), v(slot_mapping), kv_cache_dtype, v.scale(k_scale), 0, False
-        )
-    )
-
-
-_define(
-    "mla_kv_cache_writer_update(Tensor kv_c, Tensor k_pe, Tensor(a!) kv_cache, Tensor slot_mapping, "
-    "str kv_cache_dtype, Tensor? k_scale, str seam_kv_cache_dtype, bool fp8_rope, bool per_token_scale) -> ()",
-    _mla_kv_cache_writer_update,
-    _mla_kv_cache_writer_update_fake,
-)
-
-
-# --- readers -------------------------------------------------------------------------------------------------------
-
-
-def _output_dtype(function: str, format: str, dtype: Optional[torch.dtype], default: torch.dtype) -> torch.dtype:
+def _output_dtype(call: Call, bound: dict[str, Any], rule: tuple) -> torch.dtype:
+    source, code, arg = rule
+    if source == "constant":
+        return _TORCH_DTYPES[code]
+    if source == "like":
+        return bound[arg].dtype
+    dtype = bound[arg]  # the readers' dtype: float32 or bfloat16
     if dtype is None:
-        return default
+        return torch.float32
     if dtype not in (torch.float32, torch.bfloat16):
-        Call(function, format).type_error(
-            "dtype", f"must be torch.float32 or torch.bfloat16 (or None: {default})", str(dtype)
-        )
+        call.type_error(arg, "must be torch.float32 or torch.bfloat16 (or None: torch.float32)", str(dtype))
     return dtype
 
 
-def _gather_outputs(format, kv_cache, slots, dtype):
-    dtype = _output_dtype("gather_records", format, dtype, torch.float32)
-    rows = slots.shape[0] if slots.dim() >= 1 else 0
-    nope, rope = _widths(format)
-    kv_c = torch.empty((rows, nope), dtype=dtype, device=kv_cache.device)
-    k_pe = torch.empty((rows, rope), dtype=dtype, device=kv_cache.device)
-    return kv_c, k_pe
-
-
-def _gather_records(format, kv_cache, slots, *, scale=None, rope_dtype="bf16", dtype=None):
-    kv_c, k_pe = _gather_outputs(format, kv_cache, slots, dtype)
-    _raw.gather_records(
-        format,
-        _view(kv_cache),
-        _view(slots),
-        _view(kv_c),
-        _view(k_pe),
-        _optional_view(scale),
-        rope_dtype,
-        _stream(kv_cache),
-        True,
-    )
-    return kv_c, k_pe
-
-
-def _gather_records_fake(format, kv_cache, slots, *, scale=None, rope_dtype="bf16", dtype=None):
-    kv_c, k_pe = _gather_outputs(format, kv_cache, slots, dtype)
-    _fake_checks(
-        lambda v: _raw.gather_records(
-            format, v(kv_cache), v(slots), v(kv_c), v(k_pe), v.scale(scale), rope_dtype, 0, False
-        )
-    )
-    return kv_c, k_pe
-
-
-_define(
-    'gather_records(str format, Tensor kv_cache, Tensor slots, *, Tensor? scale=None, str rope_dtype="bf16", '
-    "ScalarType? dtype=None) -> (Tensor, Tensor)",
-    _gather_records,
-    _gather_records_fake,
-)
-
-
-def _prefill_out(format, slots, out):
-    """``out``'s [:, :nope] and [:, nope:] as the outputs, once it is [len(slots), nope + rope]."""
-    nope, rope = _widths(format)
-    rows = slots.shape[0] if slots.dim() >= 1 else 0
-    if out.dim() != 2 or out.shape[1] != nope + rope or out.shape[0] != rows:
-        Call("gather_records", format).value_error(
-            "out", f"shape must be (N, {nope + rope}) with N = len(slots) = {rows}", str(tuple(out.shape))
-        )
-    return nope, rope
-
-
-def _gather_records_out_call(views, format, kv_cache, slots, out, scale, rope_dtype, stream, run):
-    nope, rope = _prefill_out(format, slots, out)
-    out_view = views(out)
-    _raw.gather_records(
-        format,
-        views(kv_cache),
-        views(slots),
-        _columns(out_view, 0, nope, out.element_size()),
-        _columns(out_view, nope, rope, out.element_size()),
-        scale,
-        rope_dtype,
-        stream,
-        run,
-    )
-
-
-def _gather_records_out(format, kv_cache, slots, out, *, scale=None, rope_dtype="bf16"):
-    _gather_records_out_call(
-        _view, format, kv_cache, slots, out, _optional_view(scale), rope_dtype, _stream(kv_cache), True
-    )
-
-
-def _gather_records_out_fake(format, kv_cache, slots, out, *, scale=None, rope_dtype="bf16"):
-    _fake_checks(
-        lambda v: _gather_records_out_call(v, format, kv_cache, slots, out, v.scale(scale), rope_dtype, 0, False)
-    )
-
-
-# The prefill layout: one [N, 576] buffer the caller owns (the Python function's out=).
-_define(
-    "gather_records_out(str format, Tensor kv_cache, Tensor slots, Tensor(a!) out, *, Tensor? scale=None, "
-    'str rope_dtype="bf16") -> ()',
-    _gather_records_out,
-    _gather_records_out_fake,
-)
-
-
-def _paged_output(format, kv_cache, num_rows, dtype):
-    dtype = _output_dtype("gather_records_paged", format, dtype, torch.float32)
-    if isinstance(num_rows, int) and num_rows < 0:
-        Call("gather_records_paged", format).value_error("num_rows", "must be >= 0", str(num_rows))
-    nope, rope = _widths(format)
-    return torch.empty((num_rows, nope + rope), dtype=dtype, device=kv_cache.device), nope, rope
-
-
-def _gather_records_paged_call(
-    views, format, kv_cache, block_table, seq_lens, cu_seq_lens, out, nope, rope, scale, rope_dtype, stream, run
-):
-    out_view = views(out)
-    _raw.gather_records_paged(
-        format,
-        views(kv_cache),
-        views(block_table),
-        views(seq_lens),
-        views(cu_seq_lens),
-        _columns(out_view, 0, nope, out.element_size()),
-        _columns(out_view, nope, rope, out.element_size()),
-        scale,
-        rope_dtype,
-        stream,
-        run,
-    )
-
-
-def _gather_records_paged(
-    format, kv_cache, block_table, seq_lens, cu_seq_lens, num_rows, *, scale=None, rope_dtype="bf16", dtype=None
-):
-    out, nope, rope = _paged_output(format, kv_cache, num_rows, dtype)
-    _gather_records_paged_call(
-        _view,
-        format,
-        kv_cache,
-        block_table,
-        seq_lens,
-        cu_seq_lens,
-        out,
-        nope,
-        rope,
-        _optional_view(scale),
-        rope_dtype,
-        _stream(kv_cache),
-        True,
-    )
-    return out
-
-
-def _gather_records_paged_fake(
-    format, kv_cache, block_table, seq_lens, cu_seq_lens, num_rows, *, scale=None, rope_dtype="bf16", dtype=None
-):
-    out, nope, rope = _paged_output(format, kv_cache, num_rows, dtype)
-    _fake_checks(
-        lambda v: _gather_records_paged_call(
-            v,
-            format,
-            kv_cache,
-            block_table,
-            seq_lens,
-            cu_seq_lens,
-            out,
-            nope,
-            rope,
-            v.scale(scale),
-            rope_dtype,
-            0,
-            False,
-        )
-    )
-    return out
-
-
-_define(
-    "gather_records_paged(str format, Tensor kv_cache, Tensor block_table, Tensor seq_lens, Tensor cu_seq_lens, "
-    'SymInt num_rows, *, Tensor? scale=None, str rope_dtype="bf16", ScalarType? dtype=None) -> Tensor',
-    _gather_records_paged,
-    _gather_records_paged_fake,
-)
-
-
-# --- attention -----------------------------------------------------------------------------------------------------
-
-_VALUE_DIM = 512
-
-
-def _decode_outputs(q):
-    rows = q.shape[0] if q.dim() >= 1 else 0
-    heads = q.shape[1] if q.dim() >= 2 else 0
-    out = torch.empty((rows, heads, _VALUE_DIM), dtype=torch.bfloat16, device=q.device)
-    lse = torch.empty((rows, heads), dtype=torch.float32, device=q.device)
-    return out, lse
-
-
-def _sm_scale(sm_scale: Optional[float]) -> float:
-    return 0.0 if sm_scale is None else float(sm_scale)
-
-
-def _sparse_mla_decode(
-    format, q, kv_cache, indices, topk_len=None, sm_scale=None, *, scale=None, rope_dtype="bf16", workspace=None
-):
-    out, lse = _decode_outputs(q)
-    _raw.sparse_mla_decode(
-        format,
-        _view(q),
-        _view(kv_cache),
-        _view(indices),
-        _view(out),
-        _view(lse),
-        _optional_view(topk_len),
-        _sm_scale(sm_scale),
-        _optional_view(scale),
-        rope_dtype,
-        _optional_view(workspace),
-        _stream(q),
-        True,
-    )
-    return out, lse
-
-
-def _sparse_mla_decode_fake(
-    format, q, kv_cache, indices, topk_len=None, sm_scale=None, *, scale=None, rope_dtype="bf16", workspace=None
-):
-    out, lse = _decode_outputs(q)
-    _fake_checks(
-        lambda v: _raw.sparse_mla_decode(
-            format,
-            v(q),
-            v(kv_cache),
-            v(indices),
-            v(out),
-            v(lse),
-            v.optional(topk_len),
-            _sm_scale(sm_scale),
-            v.scale(scale),
-            rope_dtype,
-            v.optional(workspace),
-            0,
-            False,
-        )
-    )
-    return out, lse
-
-
-_define(
-    "sparse_mla_decode(str format, Tensor q, Tensor kv_cache, Tensor indices, Tensor? topk_len=None, "
-    'float? sm_scale=None, *, Tensor? scale=None, str rope_dtype="bf16", Tensor(a!)? workspace=None) '
-    "-> (Tensor, Tensor)",
-    _sparse_mla_decode,
-    _sparse_mla_decode_fake,
-)
-
-
-def _merge_outputs(out_a, lse_a):
-    out = torch.empty(out_a.shape, dtype=out_a.dtype, device=out_a.device)
-    lse = torch.empty(lse_a.shape, dtype=torch.float32, device=out_a.device)
-    return out, lse
-
-
-def _merge_attention_states(out_a, lse_a, out_b, lse_b):
-    out, lse = _merge_outputs(out_a, lse_a)
-    _raw.merge_attention_states(
-        _view(out_a), _view(lse_a), _view(out_b), _view(lse_b), _view(out), _view(lse), _stream(out_a), True
-    )
-    return out, lse
-
-
-def _merge_attention_states_fake(out_a, lse_a, out_b, lse_b):
-    out, lse = _merge_outputs(out_a, lse_a)
-    _fake_checks(
-        lambda v: _raw.merge_attention_states(v(out_a), v(lse_a), v(out_b), v(lse_b), v(out), v(lse), 0, False)
-    )
-    return out, lse
-
-
-_define(
-    "merge_attention_states(Tensor out_a, Tensor lse_a, Tensor out_b, Tensor lse_b) -> (Tensor, Tensor)",
-    _merge_attention_states,
-    _merge_attention_states_fake,
-)
-
-
-# --- context parallel (mlakv.context_parallel; docs/context_parallel.md) -----------------------------------------
-
-
-def _dcp_local_slots(indices, req_id, block_table, *, world_size, rank, block_size, interleave=1):
-    out = torch.empty(indices.shape, dtype=torch.int32, device=indices.device)
-    _raw.dcp_local_slots(
-        _view(indices),
-        _view(req_id),
-        _view(block_table),
-        _view(out),
-        world_size,
-        rank,
-        interleave,
-        block_size,
-        _stream(indices),
-        True,
-    )
-    return out
-
-
-def _dcp_local_slots_fake(indices, req_id, block_table, *, world_size, rank, block_size, interleave=1):
-    out = torch.empty(indices.shape, dtype=torch.int32, device=indices.device)
-    _fake_checks(
-        lambda v: _raw.dcp_local_slots(
-            v(indices),
-            v(req_id),
-            v(block_table),
-            v(out),
-            _hint(world_size),
-            _hint(rank),
-            _hint(interleave),
-            _hint(block_size),
-            0,
-            False,
-        )
-    )
-    return out
-
-
-_define(
-    "dcp_local_slots(Tensor indices, Tensor req_id, Tensor block_table, *, int world_size, int rank, "
-    "int block_size, int interleave=1) -> Tensor",
-    _dcp_local_slots,
-    _dcp_local_slots_fake,
-)
-
-
-def _stacked_merge_outputs(outs, lses):
-    out = torch.empty(outs.shape[1:], dtype=outs.dtype, device=outs.device)
-    lse = torch.empty(outs.shape[1:3], dtype=torch.float32, device=outs.device)
-    return out, lse
-
-
-def _merge_attention_states_stacked(outs, lses):
-    out, lse = _stacked_merge_outputs(outs, lses)
-    _raw.merge_attention_states_stacked(_view(outs), _view(lses), _view(out), _view(lse), _stream(outs), True)
-    return out, lse
-
-
-def _merge_attention_states_stacked_fake(outs, lses):
-    out, lse = _stacked_merge_outputs(outs, lses)
-    _fake_checks(lambda v: _raw.merge_attention_states_stacked(v(outs), v(lses), v(out), v(lse), 0, False))
-    return out, lse
-
-
-# mlakv.context_parallel.merge_attention_states(outs, lses): its own name, as the ops have no overloads.
-_define(
-    "merge_attention_states_stacked(Tensor outs, Tensor lses) -> (Tensor, Tensor)",
-    _merge_attention_states_stacked,
-    _merge_attention_states_stacked_fake,
-)
-
-
-def _sparse_mla_decode_workspace_size(rows, heads, topk, device):
-    """Bytes of workspace the decode uses on ``device`` (0 on the CPU): a pure function of its arguments."""
-    call = Call("sparse_mla_decode_workspace_size")
-    for name, value in (("rows", rows), ("heads", heads), ("topk", topk)):
-        if not 0 <= value < 2**31:
-            call.value_error(name, "must be in [0, 2^31)", str(value))
-    cuda = device.type == "cuda"
-    index = (device.index or 0) if cuda else 0
-    return int(_mlakv.sparse_mla_decode_workspace_size(rows, heads, topk, cuda, index))
-
-
-_SCHEMAS["sparse_mla_decode_workspace_size"] = (
-    "sparse_mla_decode_workspace_size(int rows, int heads, int topk, Device device) -> int"
-)
-if REGISTRATION == "python":
-    _lib.define(_SCHEMAS["sparse_mla_decode_workspace_size"])
-    _lib.impl("sparse_mla_decode_workspace_size", _sparse_mla_decode_workspace_size, "CompositeExplicitAutograd")
+def _output_shape(call: Call, bound: dict[str, Any], rules: list) -> list:
+    """An output's dims from the call's arguments (symbolic in a trace), as registration.cpp reads them."""
+    shape: list = []
+    for source, arg, first, last, value in rules:
+        if source == "constant":
+            shape.append(value)
+        elif source == "axis":
+            t = bound[arg]
+            shape.append(t.shape[first] if t.dim() > first else 0)
+        elif source == "slice":
+            shape.extend(bound[arg].shape[first : None if last < 0 else last])
+        elif source == "int":
+            if isinstance(bound[arg], int) and bound[arg] < 0:
+                call.value_error(arg, "must be >= 0", str(bound[arg]))
+            shape.append(bound[arg])
+        else:
+            nope, rope = _widths(bound["format"])
+            shape.append({"format_nope": nope, "format_rope": rope, "format_width": nope + rope}[source])
+    return shape
+
+
+def _returned(op: dict[str, Any], outputs: list[torch.Tensor], result: Any) -> Any:
+    if op["schema"].endswith("-> int"):
+        return result
+    if not outputs:
+        return None
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+class _RealViews:
+    """Views of real tensors, with _FakeViews' interface."""
+
+    __call__ = staticmethod(_view)
+    scale = staticmethod(_view)
+
+
+_REAL_VIEWS = _RealViews()
+
+
+class _Op:
+    """One table entry as torch registers it: its Python kernel and its fake implementation."""
+
+    def __init__(self, op: dict[str, Any]) -> None:
+        self.op = op
+        arguments = op["arguments"]  # name, type, written, default: the table's parse of the schema
+        self.names = tuple(a["name"] for a in arguments)
+        self.defaults = tuple((a["name"], a["default"]) for a in arguments if "default" in a)
+        # How each argument travels to the raw entry point: the writers' cache may be float8_e4m3fn (its
+        # bytes), a fake CPU k_scale gets a real 1.0 (the checks read its value), a trace's int its hint.
+        self.kinds = tuple(_kind(a) for a in arguments)
+        self.entry = getattr(_raw, op["name"])
+        # The workspace size has no tensor: one CompositeExplicitAutograd kernel, no fake.
+        self.composite = "tensor" not in (a["type"] for a in arguments)
+
+    def _bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """The call's arguments by name, defaults filled in."""
+        bound = dict(zip(self.names, args))
+        bound.update(kwargs)
+        for name, value in self.defaults:
+            bound.setdefault(name, value)
+        return bound
+
+    def _first_tensor(self, bound: dict[str, Any]) -> Optional[torch.Tensor]:
+        return next((bound[n] for n, k in zip(self.names, self.kinds) if k in _TENSORS and bound[n] is not None), None)
+
+    def _outputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
+        """The tensors the op returns, on its first tensor's device."""
+        if not self.op["outputs"]:
+            return []
+        call = Call(self.op["name"], bound.get("format"))
+        device = self._first_tensor(bound).device
+        outputs = []
+        for output in self.op["outputs"]:
+            dtype = _output_dtype(call, bound, output["dtype"])
+            outputs.append(torch.empty(_output_shape(call, bound, output["shape"]), dtype=dtype, device=device))
+        return outputs
+
+    def _enter(self, views: Any, bound: dict[str, Any], outputs: list, stream: int, run: bool) -> Any:
+        """The raw entry point on ``views`` of the tensors (_REAL_VIEWS or a _FakeViews)."""
+        values = [_travel(kind, bound[name], views) for name, kind in zip(self.names, self.kinds)]
+        return self.entry(*values, *(views(t) for t in outputs), stream, run)
+
+    def kernel(self, *args, **kwargs):
+        bound = self._bind(args, kwargs)
+        outputs = self._outputs(bound)
+        first = self._first_tensor(bound)
+        result = self._enter(_REAL_VIEWS, bound, outputs, 0 if first is None else _stream(first), True)
+        return _returned(self.op, outputs, result)
+
+    def fake(self, *args, **kwargs):
+        """The outputs, after the real call's checks on made-up addresses."""
+        bound = self._bind(args, kwargs)
+        outputs = self._outputs(bound)
+        _fake_checks(lambda v: self._enter(v, bound, outputs, 0, False))
+        return _returned(self.op, outputs, None)
+
+    def register(self) -> None:
+        name = self.op["name"]
+        if REGISTRATION == "python":
+            _lib.define(self.op["schema"])
+            for key in ("CompositeExplicitAutograd",) if self.composite else ("CPU", "CUDA"):
+                _lib.impl(name, self.kernel, key)
+        if not self.composite:
+            torch.library.register_fake(f"mlakv::{name}", self.fake, lib=_lib)
+
+
+_TENSORS = ("tensor", "cache", "scale")
+
+
+def _kind(argument: dict[str, Any]) -> str:
+    if argument["type"] == "tensor":
+        if argument["name"] in _SCALES:
+            return "scale"
+        return "cache" if argument["name"] == "kv_cache" and argument["written"] else "tensor"
+    return argument["type"]
+
+
+def _travel(kind: str, x: Any, views: Any) -> Any:
+    """An argument as the raw entry point takes it."""
+    if x is None or kind in ("str", "float", "bool"):
+        return x
+    if kind == "tensor":
+        return views(x)
+    if kind == "int":
+        return _hint(x)  # an int, or a SymInt's hint in a trace
+    if kind == "cache":
+        return views(x, _CACHE_DTYPES)
+    if kind == "scale":
+        return views.scale(x)
+    if kind == "dtype":
+        return (_DTYPES.get(x, _OTHER), str(x))
+    return (x.type == "cuda", (x.index or 0) if x.type == "cuda" else 0)  # a device
+
+
+for _entry in _TABLE:
+    _Op(_entry).register()

@@ -2,8 +2,8 @@
 // mlakv._mlakv.MlaKvCacheWriter: the C++ engine seam
 // (mlakv/mla_kv_cache_writer.h), bound once by mlakv.integrations.vllm at
 // construction. update takes DLPack arrays (numpy bf16 as tagged uint16
-// views), update_raw (run=False: check only) the view tuples of mlakv.torch's
-// ops.
+// views); on torch tensors the adapter calls the op mla_kv_cache_writer_update
+// (python/ops/op_table.h) instead.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -35,16 +35,6 @@ void update(const MlaKvCacheWriter& writer, const Array& kv_c, const Tag& kv_c_t
   writer.update(kv, pe, cache, slots, kv_cache_dtype, pointer(s), to_stream(stream));
 }
 
-void update_raw(const MlaKvCacheWriter& writer, nb::handle kv_c, nb::handle k_pe, nb::handle kv_cache,
-                nb::handle slot_mapping, std::string_view kv_cache_dtype, nb::handle scale, std::uintptr_t stream,
-                bool run) {
-  const TensorView kv = raw_view(kv_c), pe = raw_view(k_pe), cache = raw_view(kv_cache), slots = raw_view(slot_mapping);
-  const std::optional<TensorView> s = optional_raw_view(scale);
-  if (!run) return writer.check_update(kv, pe, cache, slots, kv_cache_dtype, pointer(s));
-  nb::gil_scoped_release release;
-  writer.update(kv, pe, cache, slots, kv_cache_dtype, pointer(s), to_stream(stream));
-}
-
 }  // namespace
 
 void register_engine_seam(nb::module_& m) {
@@ -58,9 +48,7 @@ void register_engine_seam(nb::module_& m) {
           "kv_cache_dtype"_a, "fp8_rope"_a, "per_token_scale"_a)
       .def_prop_ro("compact", &MlaKvCacheWriter::compact)
       .def("update", &update, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a,
-           "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a)
-      .def("update_raw", &update_raw, "kv_c"_a, "k_pe"_a, "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a,
-           "scale"_a.none(), "stream"_a, "run"_a);
+           "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
 }
 
 }  // namespace mlakv::python

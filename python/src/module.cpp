@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// mlakv._mlakv: the nanobind module. It takes unconstrained DLPack arrays and
-// lets mlakv's own validation reject bad input with its messages; the Python
-// package (python/mlakv) wraps these functions with the public signatures.
+// mlakv._mlakv: the nanobind module. Its op functions (op_functions.cpp, one
+// per entry of python/ops/op_table.h) take unconstrained DLPack arrays and let
+// mlakv's own validation reject bad input with its messages; the Python
+// package (python/mlakv) wraps them with the public signatures. Here: the
+// vocabulary's constants and the registry's queries.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
-#include "context_parallel.h"
 #include "mlakv/mlakv.h"
+#include "op_functions.h"
 #include "views.h"
 
 namespace nb = nanobind;
@@ -17,119 +19,9 @@ using namespace nb::literals;
 namespace mlakv::python {
 namespace {
 
-using Array = nb::ndarray<nb::ro>;  // read: inputs, slots, scale
-using OutArray = nb::ndarray<>;     // written: caches and outputs
-using Tag = std::optional<std::string>;
-
-std::optional<TensorView> optional_view(const std::optional<Array>& array) {
-  if (!array) return std::nullopt;
-  return to_view(*array);
-}
-
-// The views of a writer call, converted while the GIL is held.
-struct WriterViews {
-  TensorView kv_c, k_pe, kv_cache, slot_mapping;
-  std::optional<TensorView> scale;
-  const TensorView* scale_ptr() const { return scale ? &*scale : nullptr; }
-};
-
-WriterViews writer_views(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
-                         const OutArray& kv_cache, const Array& slot_mapping, const std::optional<Array>& scale) {
-  return {to_view(kv_c, kv_c_tag), to_view(k_pe, k_pe_tag), to_view(kv_cache), to_view(slot_mapping),
-          optional_view(scale)};
-}
-
-void py_concat_and_cache_mla(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe, const Tag& k_pe_tag,
-                             const OutArray& kv_cache, const Array& slot_mapping, const std::string& kv_cache_dtype,
-                             const std::optional<Array>& scale, std::uintptr_t stream) {
-  const WriterViews v = writer_views(kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_mapping, scale);
-  nb::gil_scoped_release release;
-  concat_and_cache_mla(v.kv_c, v.k_pe, v.kv_cache, v.slot_mapping, kv_cache_dtype, v.scale_ptr(), to_stream(stream));
-}
-
-void py_concat_and_cache_nvfp4_mla_fp8_rope(const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
-                                            const Tag& k_pe_tag, const OutArray& kv_cache, const Array& slot_mapping,
-                                            const std::optional<Array>& scale, bool per_token_scale,
-                                            std::uintptr_t stream) {
-  const WriterViews v = writer_views(kv_c, kv_c_tag, k_pe, k_pe_tag, kv_cache, slot_mapping, scale);
-  nb::gil_scoped_release release;
-  concat_and_cache_nvfp4_mla_fp8_rope(v.kv_c, v.k_pe, v.kv_cache, v.slot_mapping, v.scale_ptr(), per_token_scale,
-                                      to_stream(stream));
-}
-
-void py_gather_records(const std::string& format, const Array& kv_cache, const Array& slots, const OutArray& kv_c_out,
-                       const OutArray& k_pe_out, const Tag& out_tag, const std::optional<Array>& scale,
-                       const std::string& rope_dtype, std::uintptr_t stream) {
-  const Format parsed = parse_format(format);
-  const TensorView cache_view = to_view(kv_cache);
-  const TensorView slot_view = to_view(slots);
-  const TensorView kv_c_view = to_view(kv_c_out, out_tag);
-  const TensorView k_pe_view = to_view(k_pe_out, out_tag);
-  const std::optional<TensorView> scale_view = optional_view(scale);
-  const GatherOptions options = gather_options(pointer(scale_view), rope_dtype);
-  nb::gil_scoped_release release;
-  gather_records(parsed, cache_view, slot_view, kv_c_view, k_pe_view, options, to_stream(stream));
-}
-
-void py_gather_records_paged(const std::string& format, const Array& kv_cache, const Array& block_table,
-                             const Array& seq_lens, const Array& cu_seq_lens, const OutArray& kv_c_out,
-                             const OutArray& k_pe_out, const Tag& out_tag, const std::optional<Array>& scale,
-                             const std::string& rope_dtype, std::uintptr_t stream) {
-  const Format parsed = parse_format(format);
-  const TensorView cache_view = to_view(kv_cache);
-  const TensorView table_view = to_view(block_table);
-  const TensorView lens_view = to_view(seq_lens);
-  const TensorView cu_view = to_view(cu_seq_lens);
-  const TensorView kv_c_view = to_view(kv_c_out, out_tag);
-  const TensorView k_pe_view = to_view(k_pe_out, out_tag);
-  const std::optional<TensorView> scale_view = optional_view(scale);
-  const GatherOptions options = gather_options(pointer(scale_view), rope_dtype);
-  nb::gil_scoped_release release;
-  gather_records_paged(parsed, cache_view, table_view, lens_view, cu_view, kv_c_view, k_pe_view, options,
-                       to_stream(stream));
-}
-
-void py_sparse_mla_decode(const std::string& format, const Array& q, const Tag& q_tag, const Array& kv_cache,
-                          const Array& indices, const OutArray& out, const Tag& out_tag, const OutArray& lse,
-                          const std::optional<Array>& topk_len, float sm_scale, const std::optional<Array>& scale,
-                          const std::string& rope_dtype, const std::optional<OutArray>& workspace,
-                          std::uintptr_t stream) {
-  const Format parsed = parse_format(format);
-  const TensorView q_view = to_view(q, q_tag);
-  const TensorView cache_view = to_view(kv_cache);
-  const TensorView indices_view = to_view(indices);
-  const TensorView out_view = to_view(out, out_tag);
-  const TensorView lse_view = to_view(lse);
-  const std::optional<TensorView> len_view = optional_view(topk_len);
-  const std::optional<TensorView> scale_view = optional_view(scale);
-  const std::optional<TensorView> workspace_view =
-      workspace ? std::optional<TensorView>(to_view(*workspace)) : std::nullopt;
-  SparseDecodeOptions options;
-  options.sm_scale = sm_scale;
-  options.topk_len = len_view ? &*len_view : nullptr;
-  options.decode = gather_options(pointer(scale_view), rope_dtype);
-  options.workspace = workspace_view ? &*workspace_view : nullptr;
-  nb::gil_scoped_release release;
-  sparse_mla_decode(parsed, q_view, cache_view, indices_view, out_view, lse_view, options, to_stream(stream));
-}
-
-void py_merge_attention_states(const Array& out_a, const Tag& a_tag, const Array& lse_a, const Array& out_b,
-                               const Tag& b_tag, const Array& lse_b, const OutArray& out, const Tag& out_tag,
-                               const OutArray& lse, std::uintptr_t stream) {
-  const TensorView a = to_view(out_a, a_tag);
-  const TensorView la = to_view(lse_a);
-  const TensorView b = to_view(out_b, b_tag);
-  const TensorView lb = to_view(lse_b);
-  const TensorView o = to_view(out, out_tag);
-  const TensorView l = to_view(lse);
-  nb::gil_scoped_release release;
-  merge_attention_states(a, la, b, lb, o, l, to_stream(stream));
-}
-
-std::size_t py_sparse_mla_decode_workspace_size(std::int64_t rows, std::int64_t heads, std::int64_t topk, bool cuda,
-                                                int device_index) {
-  return sparse_mla_decode_workspace_size(rows, heads, topk,
-                                          Device{cuda ? DeviceType::kCuda : DeviceType::kCpu, device_index});
+// Bytes of one page of block_size tokens of `format`, padding included (mlakv::page_bytes).
+std::int64_t py_page_bytes(const std::string& format, std::int64_t block_size) {
+  return page_bytes(format_info(parse_format(format)), block_size);
 }
 
 nb::list py_formats() {
@@ -227,27 +119,11 @@ NB_MODULE(_mlakv, m) {
   m.attr("ROPE_DIM") = mlakv::kRopeDim;
   m.attr("QUERY_DIM") = mlakv::kQueryDim;
   m.attr("VALUE_DIM") = mlakv::kValueDim;
-  m.def("concat_and_cache_mla", &py_concat_and_cache_mla, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(),
-        "kv_cache"_a, "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
-  m.def("concat_and_cache_nvfp4_mla_fp8_rope", &py_concat_and_cache_nvfp4_mla_fp8_rope, "kv_c"_a, "kv_c_tag"_a.none(),
-        "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a, "slot_mapping"_a, "scale"_a.none(), "per_token_scale"_a,
-        "stream"_a);
-  m.def("gather_records", &py_gather_records, "format"_a, "kv_cache"_a, "slots"_a, "kv_c_out"_a, "k_pe_out"_a,
-        "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
-  m.def("gather_records_paged", &py_gather_records_paged, "format"_a, "kv_cache"_a, "block_table"_a, "seq_lens"_a,
-        "cu_seq_lens"_a, "kv_c_out"_a, "k_pe_out"_a, "out_tag"_a.none(), "scale"_a.none(), "rope_dtype"_a, "stream"_a);
-  m.def("sparse_mla_decode", &py_sparse_mla_decode, "format"_a, "q"_a, "q_tag"_a.none(), "kv_cache"_a, "indices"_a,
-        "out"_a, "out_tag"_a.none(), "lse"_a, "topk_len"_a.none(), "sm_scale"_a, "scale"_a.none(), "rope_dtype"_a,
-        "workspace"_a.none(), "stream"_a);
-  m.def("merge_attention_states", &py_merge_attention_states, "out_a"_a, "a_tag"_a.none(), "lse_a"_a, "out_b"_a,
-        "b_tag"_a.none(), "lse_b"_a, "out"_a, "out_tag"_a.none(), "lse"_a, "stream"_a);
-  m.def("sparse_mla_decode_workspace_size", &py_sparse_mla_decode_workspace_size, "rows"_a, "heads"_a, "topk"_a,
-        "cuda"_a, "device_index"_a);
+  m.def("page_bytes", &py_page_bytes, "format"_a, "block_size"_a);
   m.def("formats", &py_formats);
   m.def("resolve_format", &py_resolve_format, "kv_cache_dtype"_a, "record_bytes"_a, "fp8_rope"_a, "per_token_scale"_a,
         "input_dtype"_a.none());
   m.def("capabilities", &py_capabilities);
-  register_raw_entry_points(m);
+  register_op_functions(m);
   register_engine_seam(m);
-  bind_context_parallel(m);
 }

@@ -68,13 +68,6 @@ TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>&
   return view_of(array, reinterpret_16bit);
 }
 
-GatherOptions gather_options(const TensorView* scale, std::string_view rope_dtype) {
-  GatherOptions options;
-  options.scale = scale;
-  options.rope_dtype = rope_dtype == "bf16" ? DType::kBFloat16 : rope_dtype == "fp16" ? DType::kFloat16 : DType::kOther;
-  return options;
-}
-
 void register_error_translator() {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -9,7 +9,6 @@
 #include <string>
 #include <string_view>
 
-#include "mlakv/readers.h"
 #include "mlakv/stream.h"
 #include "mlakv/tensor_view.h"
 
@@ -28,19 +27,12 @@ TensorView to_view(const nb::ndarray<>& array, const std::optional<std::string>&
 /// A view from mlakv.torch's tuple (data_ptr, dtype, shape, strides,
 /// device_index): dtype is mlakv::DType's value, device_index -1 the CPU.
 TensorView raw_view(nb::handle view);
-/// None -> nullopt, else raw_view.
-std::optional<TensorView> optional_raw_view(nb::handle view);
-
 inline const TensorView* pointer(const std::optional<TensorView>& view) { return view ? &*view : nullptr; }
 
 /// A cudaStream_t passed from Python as an integer (torch's .cuda_stream, CuPy's .ptr).
 inline StreamHandle to_stream(std::uintptr_t stream) { return reinterpret_cast<StreamHandle>(stream); }
 
-/// The readers' options: rope_dtype "bf16" or "fp16" (anything else is left for validation to refuse).
-GatherOptions gather_options(const TensorView* scale, std::string_view rope_dtype);
-
-/// mlakv._mlakv.raw (raw_views.cpp) and mlakv._mlakv.MlaKvCacheWriter (engine.cpp).
-void register_raw_entry_points(nb::module_& m);
+/// mlakv._mlakv.MlaKvCacheWriter (engine.cpp).
 void register_engine_seam(nb::module_& m);
 
 /// mlakv::Error -> TypeError (dtype), NotImplementedError (unsupported), else ValueError.

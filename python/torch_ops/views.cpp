@@ -50,6 +50,8 @@ std::string message(std::string_view function, std::string_view format, std::str
 
 }  // namespace
 
+DType dtype_of(at::ScalarType dtype) { return to_dtype(dtype, false); }
+
 TensorView view(const at::Tensor& t, bool fp8_cache) {
   TensorView v;
   const auto ndim = t.dim();
@@ -68,11 +70,6 @@ TensorView view(const at::Tensor& t, bool fp8_cache) {
   return v;
 }
 
-std::optional<TensorView> optional_view(const std::optional<at::Tensor>& t) {
-  if (!t) return std::nullopt;
-  return view(*t);
-}
-
 StreamHandle stream(const at::Tensor& t) {
 #if MLAKV_TORCH_CUDA
   if (t.is_cuda()) return c10::cuda::getCurrentCUDAStream(t.get_device()).stream();
@@ -82,20 +79,11 @@ StreamHandle stream(const at::Tensor& t) {
   return nullptr;
 }
 
-GatherOptions gather_options(const std::optional<TensorView>& scale, c10::string_view rope_dtype) {
-  GatherOptions options;
-  options.scale = pointer(scale);
-  options.rope_dtype = text(rope_dtype) == "bf16"   ? DType::kBFloat16
-                       : text(rope_dtype) == "fp16" ? DType::kFloat16
-                                                    : DType::kOther;
-  return options;
-}
-
 TokenGeometry widths(std::string_view format) {
   for (const FormatInfo& info : formats()) {
     if (info.id == format) return info.geometry;
   }
-  return {512, 64, false};
+  return {kLatentDim, kRopeDim, false};
 }
 
 std::string dtype_name(at::ScalarType dtype) {
@@ -131,16 +119,6 @@ std::string dtype_name(at::ScalarType dtype) {
     default:
       return std::string("torch.") + c10::toString(dtype);
   }
-}
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::string text = "(";
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (d > 0) text += ", ";
-    text += std::to_string(shape[d]);
-  }
-  if (shape.size() == 1) text += ",";
-  return text + ")";
 }
 
 void type_error(std::string_view function, std::string_view format, std::string_view name, std::string_view rule,

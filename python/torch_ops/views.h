@@ -6,14 +6,11 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <c10/util/string_view.h>
 
-#include <optional>
 #include <string>
 #include <string_view>
 
 #include "mlakv/formats.h"
-#include "mlakv/readers.h"
 #include "mlakv/stream.h"
 #include "mlakv/tensor_view.h"
 
@@ -24,14 +21,8 @@ namespace mlakv::torch_ops {
 /// `fp8_cache`: a float8_e4m3fn tensor is the uint8 bytes of an fp8 cache, as
 /// engines type the stock writer's cache.
 TensorView view(const at::Tensor& t, bool fp8_cache = false);
-std::optional<TensorView> optional_view(const std::optional<at::Tensor>& t);
-inline const TensorView* pointer(const std::optional<TensorView>& v) { return v ? &*v : nullptr; }
-
-/// A schema's str argument as the library takes it.
-inline std::string_view text(c10::string_view s) { return {s.data(), s.size()}; }
-
-/// The readers' options: rope_dtype "bf16" or "fp16" (anything else is left for the library to refuse).
-GatherOptions gather_options(const std::optional<TensorView>& scale, c10::string_view rope_dtype);
+/// mlakv's DType of a torch dtype (kOther for those mlakv does not name).
+DType dtype_of(at::ScalarType dtype);
 
 /// torch's current CUDA stream on t's device; nullptr (the CPU) otherwise.
 StreamHandle stream(const at::Tensor& t);
@@ -42,8 +33,6 @@ TokenGeometry widths(std::string_view format);
 
 /// torch's Python spelling of a dtype ("torch.float16"), as mlakv.torch's messages print it.
 std::string dtype_name(at::ScalarType dtype);
-/// "(7, 576)", "(7,)", "()": Python's str(tuple(shape)).
-std::string shape_text(at::IntArrayRef shape);
 
 /// "mlakv::<function>(<format>): <name>: <rule>, got <got>" as TypeError / ValueError (mlakv/_checks.py's Call).
 [[noreturn]] void type_error(std::string_view function, std::string_view format, std::string_view name,

@@ -18,6 +18,15 @@ def random_inputs(tokens: int, dtype, seed: int = 0) -> tuple[np.ndarray, np.nda
     return kv_c, k_pe
 
 
+def error_of(call, *args, **kwargs):
+    """(type, text) of the error a call raises, None when it raises none."""
+    try:
+        call(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001  (the type is part of what is compared)
+        return type(e), str(e)
+    return None
+
+
 @pytest.fixture
 def bf16_inputs():
     return random_inputs(8, BF16, seed=1)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import mlakv
+from conftest import error_of
 
 torch = pytest.importorskip("torch")
 mlakv_torch = pytest.importorskip("mlakv.torch")
@@ -64,7 +65,7 @@ def written(fmt: str, tokens: int, device: str):
 
 def test_every_op_has_the_schema_mlakv_torch_states():
     """Under either registration: the C++ extension's schemas are mlakv.torch's, op by op."""
-    assert len(mlakv_torch._SCHEMAS) == 11
+    assert len(mlakv_torch._SCHEMAS) == 12
     for name, schema in mlakv_torch._SCHEMAS.items():
         assert str(getattr(ops, name).default._schema) == str(torch._C.parse_schema(f"mlakv::{schema}")), name
 
@@ -111,6 +112,8 @@ idx = torch.tensor([[0, 3, 70, -1], [5, -1, 64, 3]], dtype=torch.int32)
 out, lse = ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx, None, 0.1)
 merged, merged_lse = ops.merge_attention_states(out.float(), lse, out.float(), lse)
 report["decode"] = [cache.sum().item(), out.float().sum().item(), lse.sum().item(), merged.sum().item()]
+prefill, prefill_lse = ops.sparse_mla_prefill("nvfp4_ds_mla_fp8_rope", q, cache, idx, None, 0.1)
+report["prefill"] = [prefill.float().sum().item(), prefill_lse.sum().item()]
 report["workspace"] = ops.sparse_mla_decode_workspace_size(4, 16, 2048, torch.device("cpu"))
 cp_idx = torch.tensor([[0, 1, 64, 130, -1], [63, 127, 200, 5, 64]], dtype=torch.int32)
 req, table = torch.zeros(2, dtype=torch.int32), torch.tensor([[1, 0, 3, 2]], dtype=torch.int32)
@@ -131,6 +134,7 @@ report["errors"] = errors(
     lambda: ops.gather_records_paged("nvfp4_ds_mla_fp8_rope", cache, idx, idx[0], idx[0], -1),
     lambda: ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q[..., :512], cache, idx),
     lambda: ops.sparse_mla_decode("nvfp4_ds_mla_fp8_rope", q, cache, idx.long()),
+    lambda: ops.sparse_mla_prefill("nvfp4_ds_mla_fp8_rope", q[..., :512], cache, idx),
     lambda: ops.merge_attention_states(out, lse, out[:1], lse[:1]),
     lambda: ops.sparse_mla_decode_workspace_size(-1, 16, 2048, torch.device("cpu")),
     lambda: ops.concat_and_cache_mla(kv_c[None, None, None], k_pe, cache, slots, "fp8_ds_mla", None),
@@ -157,28 +161,41 @@ def test_cpp_and_python_registrations_give_the_same_schemas_results_and_errors()
     assert reports["cpp"] == reports["python"]
 
 
-def opcheck(op, args, kwargs=None):
-    # test_autograd_registration needs inputs that require grad; these ops take none.
-    torch.library.opcheck(
-        op, args, kwargs or {}, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
-    )
+def opcheck(op, args, kwargs=None, planar=False):
+    # test_autograd_registration needs inputs that require grad; these ops take none. test_aot_dispatch_dynamic
+    # hands the op contiguous clones of its inputs, which drop a block-planar cache's padded page stride (the
+    # library refuses a block stride below page_bytes); torch.compile itself keeps it (test_v4_decode.py).
+    utils = ("test_schema", "test_faketensor") + (() if planar else ("test_aot_dispatch_dynamic",))
+    torch.library.opcheck(op, args, kwargs or {}, test_utils=utils)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_opcheck_writer_and_readers(fmt, device):
     kv_c, k_pe, cache, slots = written(fmt, 8, device)
-    opcheck(ops.concat_and_cache_mla, (kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device)))
+    planar = FORMATS[fmt]["page"]["kind"] == "block_planar"
+    opcheck(ops.concat_and_cache_mla, (kv_c, k_pe, cache, slots, fmt, scale_for(fmt, device)), planar=planar)
     if fmt in COMPACT:
-        opcheck(ops.concat_and_cache_nvfp4_mla_fp8_rope, (kv_c, k_pe, cache, slots, None, fmt.endswith("pts")))
-    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device)})
-    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device), "dtype": torch.bfloat16})
+        opcheck(
+            ops.concat_and_cache_nvfp4_mla_fp8_rope,
+            (kv_c, k_pe, cache, slots, None, fmt.endswith("pts")),
+            planar=planar,
+        )
+    opcheck(ops.gather_records, (fmt, cache, slots), {"scale": scale_for(fmt, device)}, planar=planar)
+    opcheck(
+        ops.gather_records,
+        (fmt, cache, slots),
+        {"scale": scale_for(fmt, device), "dtype": torch.bfloat16},
+        planar=planar,
+    )
     width = sum(FORMATS[fmt]["geometry"][k] for k in ("nope_dims", "rope_dims"))
     prefill = torch.empty(8, width, dtype=torch.bfloat16, device=device)
-    opcheck(ops.gather_records_out, (fmt, cache, slots, prefill), {"scale": scale_for(fmt, device)})
+    opcheck(ops.gather_records_out, (fmt, cache, slots, prefill), {"scale": scale_for(fmt, device)}, planar=planar)
     i32 = {"dtype": torch.int32, "device": device}
     table, lens, cu = torch.tensor([[0, 1]], **i32), torch.tensor([8], **i32), torch.tensor([0, 8], **i32)
-    opcheck(ops.gather_records_paged, (fmt, cache, table, lens, cu, 8), {"scale": scale_for(fmt, device)})
+    opcheck(
+        ops.gather_records_paged, (fmt, cache, table, lens, cu, 8), {"scale": scale_for(fmt, device)}, planar=planar
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -354,14 +371,6 @@ def test_context_parallel_step_compiles_with_no_graph_break(device):
     got = torch.compile(step, fullgraph=True, backend="aot_eager")(*args)
     for g, w in zip(got, want):
         assert torch.equal(g, w)
-
-
-def error_of(call, *args, **kwargs):
-    try:
-        call(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001  (the type is part of what is compared)
-        return type(e), str(e)
-    return None
 
 
 @pytest.mark.parametrize("device", DEVICES)
