@@ -75,6 +75,14 @@ def sparse_mla_workspace(q: Any, indices: Any, extra_indices: Any = None) -> Any
     return np.empty((max(size, 16),), dtype=np.uint8)
 
 
+def _wants_call_workspace(q: Any, indices: Any, extra_indices: Any) -> bool:
+    """A torch CUDA call without a workspace gets one for the call (torch's allocator is graph-safe);
+    malformed arguments are left to the call's own validation, which names them."""
+    if not (_is_torch(q) and q.is_cuda and getattr(q, "ndim", 0) == 3 and getattr(indices, "ndim", 0) == 2):
+        return False
+    return extra_indices is None or getattr(extra_indices, "ndim", 0) == 2
+
+
 # Whether a call in the old argument order (q, kv_cache, format, ...) has warned in this process.
 _legacy_order_warned = False
 
@@ -134,8 +142,10 @@ def sparse_mla_decode(
     gives them; values are their 512 latent values (576) or all 512 values (DeepSeek V4). ``lse`` is
     the natural-log sum of ``exp(sm_scale * q.k)`` over a row's valid entries; a row with none gives
     zeros and ``-inf``. ``scale`` (fp8_e4m3's k_scale) and ``rope_dtype`` (fp8_ds_mla) are as for
-    ``gather_records``. ``workspace`` (CUDA, optional, from ``sparse_mla_workspace``) lets long rows be
-    split over more thread blocks; without it nothing is allocated and each (row, 16 heads) is one block.
+    ``gather_records``. ``workspace`` (CUDA, from ``sparse_mla_workspace``) lets long rows be split
+    over more thread blocks: for torch CUDA tensors one is allocated for the call when none is given
+    (torch's caching allocator, so a captured graph holds it too); pass your own to reuse it every
+    step. Other CUDA arrays (CuPy) without one allocate nothing and run each (row, heads) as one block.
 
     The DeepSeek V4 family only:
     attn_sink: optional ``[H]`` float32, a per-head logit that takes softmax mass but carries no
@@ -147,6 +157,8 @@ def sparse_mla_decode(
     ``sparse_mla_workspace(q, indices, extra_indices)`` sizes a workspace for both.
     """
     format, q, kv_cache = _format_first(format, q, kv_cache)
+    if workspace is None and _wants_call_workspace(q, indices, extra_indices):
+        workspace = sparse_mla_workspace(q, indices, extra_indices)
     options = {
         "workspace": workspace,
         "attn_sink": attn_sink,

@@ -316,7 +316,9 @@ TEST(cuda_writer_concurrency, streams_and_threads_into_disjoint_slots_match_a_se
   MLAKV_CUDA_OK(cudaDeviceSynchronize());
   const auto want = serial.download<std::uint8_t>();
   for (int run = 0; run < 3; ++run) {
-    cudaMemset(parallel.get(), 0, parallel.bytes());
+    // The workers' streams are non-blocking: they do not wait for the legacy stream's memset, so wait for it here.
+    MLAKV_CUDA_OK(cudaMemset(parallel.get(), 0, parallel.bytes()));
+    MLAKV_CUDA_OK(cudaDeviceSynchronize());
     std::vector<std::thread> threads;
     for (int w = 0; w < kWorkers; ++w) {
       threads.emplace_back([&, w] {
