@@ -12,7 +12,7 @@ The rule, for whoever writes a block:
 - Usage synopses (``mlakv formats [--fields]``) and other text that is not a
   command are fenced ```text (or left without a language), never ```bash.
 - An HTML comment on the line right above the fence, invisible on the rendered
-  page, states what the block needs, e.g. ``<!-- docs-test: requires torch cuda -->``:
+  page, states what the block needs, e.g. ``<!-- docs-test: torch cuda -->``:
   ``torch`` (skipped when torch does not import), ``cuda`` (skipped without a CUDA
   device torch can see), ``torchrun`` (run with ``torch.distributed.run``, one
   process per visible GPU), ``files dump.bin`` (this test writes that input
@@ -89,17 +89,17 @@ def runnable_blocks() -> list[Block]:
 
 
 def _write_dump(directory: Path) -> None:
-    """dump.bin: a [32, 64, 368] nvfp4_ds_mla_fp8_rope cache holding slot 1234 (README's inspect line)."""
+    """dump.bin: the README quick start's [16, 64, 368] nvfp4_ds_mla_fp8_rope cache (slots 0, 1 and 70 written)."""
     import ml_dtypes
     import numpy as np
 
     from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
     rng = np.random.default_rng(0)
-    cache = np.zeros((32, 64, 368), np.uint8)
-    kv_c = rng.standard_normal((1, 512)).astype(ml_dtypes.bfloat16)
-    k_pe = rng.standard_normal((1, 64)).astype(ml_dtypes.bfloat16)
-    concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache, np.array([1234]))
+    cache = np.zeros((16, 64, 368), np.uint8)
+    kv_c = rng.standard_normal((4, 512)).astype(ml_dtypes.bfloat16)
+    k_pe = rng.standard_normal((4, 64)).astype(ml_dtypes.bfloat16)
+    concat_and_cache_nvfp4_mla_fp8_rope(kv_c, k_pe, cache, np.array([0, 1, -1, 70]))
     cache.tofile(directory / "dump.bin")
 
 
