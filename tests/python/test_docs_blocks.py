@@ -11,6 +11,8 @@ The rule, for whoever writes a block:
   or a build and is not run here (scripts/test runs those).
 - Usage synopses (``mlakv formats [--fields]``) and other text that is not a
   command are fenced ```text (or left without a language), never ```bash.
+- ```cpp blocks (fragments on a caller's buffers; tests/cmake/find_package builds a
+  real consumer), ```json schemas and unlabelled byte tables are not run.
 - An HTML comment on the line right above the fence, invisible on the rendered
   page, states what the block needs, e.g. ``<!-- docs-test: torch cuda -->``:
   ``torch`` (skipped when torch does not import), ``cuda`` (skipped without a CUDA
