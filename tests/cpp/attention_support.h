@@ -4,11 +4,15 @@
 // gather_records' bf16 keys (the reference the library's decode must match).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mlakv/mlakv.h"
@@ -124,6 +128,31 @@ inline ReferenceAttention reference_attention(const std::vector<float>& keys, st
 }
 
 inline float widen(std::uint16_t bf16) { return codec::load_input<codec::InputDtype::kBf16>(bf16); }
+
+/// A decode's (or prefill's) bf16 out and float32 lse against a double
+/// reference: |out - ref| <= 2^-8 |ref| + abs_tol (bf16 output rounding plus
+/// float32 accumulation; the first 5 misses reported), lse within 1e-4
+/// relative, and -inf exactly where the reference has no key.
+inline void expect_close_to_reference(const std::vector<std::uint16_t>& out, const std::vector<float>& lse,
+                                      const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                                      double abs_tol, const std::string& what) {
+  int reported = 0;
+  for (std::size_t i = 0; i < ref_out.size() && reported < 5; ++i) {
+    const double g = widen(out[i]);
+    const double tol = std::ldexp(std::fabs(ref_out[i]), -8) + abs_tol;
+    if (!(std::fabs(g - ref_out[i]) <= tol)) {
+      ADD_FAILURE() << what << ": out[" << i << "] = " << g << ", reference " << ref_out[i];
+      ++reported;
+    }
+  }
+  for (std::size_t i = 0; i < ref_lse.size(); ++i) {
+    if (std::isinf(ref_lse[i])) {
+      EXPECT_EQ(lse[i], -std::numeric_limits<float>::infinity()) << what << ": lse[" << i << "]";
+    } else {
+      EXPECT_NEAR(lse[i], ref_lse[i], 1e-4 * std::max(1.0, std::fabs(ref_lse[i]))) << what << ": lse[" << i << "]";
+    }
+  }
+}
 
 /// Element i of a float32 or bf16 array held as bytes, as a float.
 inline float element_as_float(const std::vector<std::uint8_t>& bytes, DType dtype, std::size_t i) {

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "attention_support.h"
 #include "mlakv/mlakv.h"
 #include "test_support.h"
 

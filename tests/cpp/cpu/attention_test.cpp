@@ -44,22 +44,7 @@ Decoded decode(AttentionCache& cache, std::vector<std::uint16_t>& q, std::int64_
 
 // |got - ref| <= 2^-8 |ref| + 1e-4 max|v|: bf16 output rounding plus float32 accumulation.
 void expect_close(const Decoded& got, const ReferenceAttention& ref, double value_scale, const std::string& what) {
-  int reported = 0;
-  for (std::size_t i = 0; i < ref.out.size() && reported < 5; ++i) {
-    const double g = widen(got.out[i]);
-    const double tol = std::ldexp(std::fabs(ref.out[i]), -8) + 1e-4 * value_scale;
-    if (!(std::fabs(g - ref.out[i]) <= tol)) {
-      ADD_FAILURE() << what << ": out[" << i << "] = " << g << ", reference " << ref.out[i];
-      ++reported;
-    }
-  }
-  for (std::size_t i = 0; i < ref.lse.size(); ++i) {
-    if (std::isinf(ref.lse[i])) {
-      EXPECT_EQ(got.lse[i], -std::numeric_limits<float>::infinity()) << what << ": lse[" << i << "]";
-    } else {
-      EXPECT_NEAR(got.lse[i], ref.lse[i], 1e-4 * std::max(1.0, std::fabs(ref.lse[i]))) << what << ": lse[" << i << "]";
-    }
-  }
+  expect_close_to_reference(got.out, got.lse, ref.out, ref.lse, 1e-4 * value_scale, what);
 }
 
 std::vector<std::int32_t> random_indices(std::int64_t rows, std::int64_t topk, std::int64_t capacity,

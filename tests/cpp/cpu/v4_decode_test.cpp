@@ -64,22 +64,7 @@ Output run_decode(V4Cache& m, V4Entries& me, V4Cache* x, V4Entries* xe, std::vec
 
 // |got - ref| <= 2^-8 |ref| + 1e-4 max|v|: bf16 output rounding plus float32 accumulation.
 void expect_close(const Output& got, const V4Reference& ref, const std::string& what) {
-  int reported = 0;
-  for (std::size_t i = 0; i < ref.out.size() && reported < 5; ++i) {
-    const double g = codec::load_input<codec::InputDtype::kBf16>(got.out[i]);
-    const double tol = std::ldexp(std::fabs(ref.out[i]), -8) + 1e-3;  // values are |v| <~ 4
-    if (!(std::fabs(g - ref.out[i]) <= tol)) {
-      ADD_FAILURE() << what << ": out[" << i << "] = " << g << ", reference " << ref.out[i];
-      ++reported;
-    }
-  }
-  for (std::size_t i = 0; i < ref.lse.size(); ++i) {
-    if (std::isinf(ref.lse[i])) {
-      EXPECT_EQ(got.lse[i], -std::numeric_limits<float>::infinity()) << what << ": lse[" << i << "]";
-    } else {
-      EXPECT_NEAR(got.lse[i], ref.lse[i], 1e-4 * std::max(1.0, std::fabs(ref.lse[i]))) << what << ": lse[" << i << "]";
-    }
-  }
+  expect_close_to_reference(got.out, got.lse, ref.out, ref.lse, 1e-3, what);  // values are |v| <~ 4
 }
 
 std::vector<float> random_sink(std::int64_t heads, std::uint64_t seed) {
