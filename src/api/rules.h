@@ -74,6 +74,15 @@ ScaleArg read_scale(const Check& check, const TensorView* scale, bool required, 
 /// rope_dtype and k_scale of a reader.
 codec::DecodeParams decode_params(const Check& check, const GatherOptions& options, float k_scale);
 
+/// A [rows, width] matrix of 16-bit inputs (a writer's kv_c or k_pe) with at
+/// least `tokens` rows: innermost-contiguous, 4-byte aligned rows (unless
+/// empty); returns the row stride in bytes.
+std::int64_t check_input_rows(const Check& check, std::string_view name, const TensorView& v, std::int64_t width,
+                              std::int64_t tokens);
+
+/// [T] int64 slots, contiguous.
+const std::int64_t* check_slots(const Check& check, std::string_view name, const TensorView& v);
+
 /// A 1-D int32 array of `length` elements, contiguous.
 const std::int32_t* check_int32_vector(const Check& check, std::string_view name, const TensorView& v,
                                        std::int64_t length, std::string_view expected);
