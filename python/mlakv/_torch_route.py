@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import real
+
 # "ops": torch.ops.mlakv once mlakv.torch has registered it, or None where it cannot.
 _LOADED: dict[str, Any] = {}
 
@@ -58,5 +60,5 @@ def torch_scale(call: Any, scale: Any) -> Any:
         call.type_error("scale", "must be a float or a 1-element float32 array", "bool")
     if isinstance(scale, (int, float)):
         torch = sys.modules["torch"]
-        return torch.tensor([float(scale)], dtype=torch.float32)
+        return torch.tensor([real(scale)], dtype=torch.float32)
     raise NotRoutable

@@ -219,16 +219,12 @@ def _sparse_attention(
     k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     for name, value in options.items():
-        if name in _FORMAT_IDS and value is not None:
-            call.string(name, value, "must be a str (a DeepSeek V4 family format id) or None")
-        elif name not in _FORMAT_IDS:
+        if name in _FORMAT_IDS:
+            call.optional_string(name, value, "must be a str (a DeepSeek V4 family format id) or None")
+        else:
             options[name] = call.optional_array(name, value, writable=name in _WRITTEN)
-    if sm_scale is not None and (
-        isinstance(sm_scale, (bool, np.bool_)) or not isinstance(sm_scale, (int, float, np.number))
-    ):
-        query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
-        call.type_error("sm_scale", f"must be a float (None: 1/sqrt({query_dim}))", type(sm_scale).__name__)
-    sm_scale = None if sm_scale is None else float(sm_scale)
+    query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
+    sm_scale = call.optional_real("sm_scale", sm_scale, f"must be a float (None: 1/sqrt({query_dim}))")
     stream = call.stream("stream", stream)
     arrays = [v for k, v in options.items() if k not in _FORMAT_IDS]
     ops = torch_ops(stream, q, kv_cache, indices, topk_len, *arrays) if out is None and lse is None else None
