@@ -20,8 +20,6 @@ import contextlib as _contextlib
 import sys as _sys
 from typing import Any
 
-import numpy as np
-
 from . import _mlakv
 from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
@@ -113,12 +111,10 @@ def resolve_format(
     call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (an engine's kv_cache_dtype or a format id)")
     if call.count("record_bytes", record_bytes) >= 2**31:
         call.value_error("record_bytes", "must be < 2^31", str(int(record_bytes)))
-    for name, flag in (("fp8_rope", fp8_rope), ("per_token_scale", per_token_scale)):
-        if not isinstance(flag, (bool, np.bool_)):
-            call.type_error(name, "must be a bool", type(flag).__name__)
+    fp8_rope, per_token_scale = call.flag("fp8_rope", fp8_rope), call.flag("per_token_scale", per_token_scale)
     if input_dtype is not None and input_dtype not in ("bf16", "fp16"):
         call.value_error("input_dtype", "must be bf16, fp16 or None", repr(input_dtype))
-    return _mlakv.resolve_format(kv_cache_dtype, int(record_bytes), bool(fp8_rope), bool(per_token_scale), input_dtype)
+    return _mlakv.resolve_format(kv_cache_dtype, int(record_bytes), fp8_rope, per_token_scale, input_dtype)
 
 
 def capabilities() -> list[dict[str, Any]]:

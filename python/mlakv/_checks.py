@@ -156,6 +156,12 @@ class Call:
             self.value_error(name, "must be < 2^63", int_text(int(x)))
         return int(x)
 
+    def flag(self, name: str, x: Any) -> bool:
+        """A Python or numpy bool (not an int, nor an array whose truth is ambiguous)."""
+        if not isinstance(x, (bool, np.bool_)):
+            self.type_error(name, "must be a bool", _type_name(x))
+        return bool(x)
+
     def output_dtype(self, name: str, x: Any) -> str:
         accepted = ", ".join(repr(k) for k in OUTPUT_DTYPES)
         if not isinstance(x, str):

@@ -55,7 +55,7 @@ TensorView checked_view(const CallName& call, std::string_view name, const Array
 // An int as mlakv/_checks.py's int_text shows it: its digits, or its size when they would be too many to read.
 std::string int_text(nb::handle h) {
   const auto bits = nb::cast<std::int64_t>(h.attr("bit_length")());
-  return bits <= 256 ? int_text(h) : "an int of " + std::to_string(bits) + " bits";
+  return bits <= 256 ? nb::cast<std::string>(nb::str(h)) : "an int of " + std::to_string(bits) + " bits";
 }
 
 }  // namespace

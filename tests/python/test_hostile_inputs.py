@@ -317,6 +317,13 @@ def _hostile_calls():
             TypeError,
             "mlakv::resolve_format(nvfp4_ds_mla): fp8_rope: must be a bool, got int",
         ),
+        "writer seam fp8_rope array": (
+            lambda: __import__("mlakv.integrations.vllm").integrations.vllm.MlaKvCacheWriter(
+                "fp8", fp8_rope=np.array([1, 2])
+            ),
+            TypeError,
+            "mlakv::MlaKvCacheWriter(fp8): fp8_rope: must be a bool, got ndarray",
+        ),
         "compact per_token_scale str": (
             lambda: concat_and_cache_nvfp4_mla_fp8_rope(
                 kv_c, k_pe, aligned((1, 16, 368)), [0, 1], per_token_scale="yes"

@@ -55,8 +55,8 @@ class MlaKvCacheWriter:
         call = Call("MlaKvCacheWriter", kv_cache_dtype)
         call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (the engine's kv_cache_dtype)")
         self.kv_cache_dtype = kv_cache_dtype
-        self.fp8_rope = fp8_rope_from_env() if fp8_rope is None else bool(fp8_rope)
-        self.per_token_scale = bool(per_token_scale)
+        self.fp8_rope = fp8_rope_from_env() if fp8_rope is None else call.flag("fp8_rope", fp8_rope)
+        self.per_token_scale = call.flag("per_token_scale", per_token_scale)
         self._seam = _mlakv.MlaKvCacheWriter(kv_cache_dtype, self.fp8_rope, self.per_token_scale)
         self.compact = self._seam.compact
         self._op = None
