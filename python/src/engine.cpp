@@ -55,11 +55,15 @@ void register_engine_seam(nb::module_& m) {
             new (self)
                 MlaKvCacheWriter({text_argument(call, "kv_cache_dtype", kv_cache_dtype), fp8_rope, per_token_scale});
           },
-          "kv_cache_dtype"_a, "fp8_rope"_a, "per_token_scale"_a)
+          "kv_cache_dtype"_a, "fp8_rope"_a, "per_token_scale"_a,
+          nb::sig("def __init__(self, kv_cache_dtype: str, fp8_rope: bool, per_token_scale: bool) -> None"))
       .def_prop_ro("compact", &MlaKvCacheWriter::compact)
+      // The signature the arguments' conversion enforces (arrays: any DLPack producer), not nb::handle's.
       .def("update", &update, "kv_c"_a.none(), "kv_c_tag"_a.none(), "k_pe"_a.none(), "k_pe_tag"_a.none(),
-           "kv_cache"_a.none(), "slot_mapping"_a.none(), "kv_cache_dtype"_a.none(), "scale"_a.none(),
-           "stream"_a.none());
+           "kv_cache"_a.none(), "slot_mapping"_a.none(), "kv_cache_dtype"_a.none(), "scale"_a.none(), "stream"_a.none(),
+           nb::sig("def update(self, kv_c: object, kv_c_tag: str | None, k_pe: object, k_pe_tag: str | None, "
+                   "kv_cache: object, slot_mapping: object, kv_cache_dtype: str, scale: object | None, "
+                   "stream: int) -> None"));
 }
 
 }  // namespace mlakv::python
