@@ -23,7 +23,7 @@ from typing import Any
 from . import _mlakv
 from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
-from ._checks import Call
+from ._checks import Call, shown
 from ._torch_route import NotRoutable, torch_ops, torch_scale
 from .attention import (
     merge_attention_states,
@@ -112,8 +112,8 @@ def resolve_format(
     if call.count("record_bytes", record_bytes) >= 2**31:
         call.value_error("record_bytes", "must be < 2^31", str(int(record_bytes)))
     fp8_rope, per_token_scale = call.flag("fp8_rope", fp8_rope), call.flag("per_token_scale", per_token_scale)
-    if input_dtype is not None and input_dtype not in ("bf16", "fp16"):
-        call.value_error("input_dtype", "must be bf16, fp16 or None", repr(input_dtype))
+    if input_dtype is not None and (not isinstance(input_dtype, str) or input_dtype not in ("bf16", "fp16")):
+        call.value_error("input_dtype", "must be bf16, fp16 or None", shown(input_dtype))
     return _mlakv.resolve_format(kv_cache_dtype, int(record_bytes), fp8_rope, per_token_scale, input_dtype)
 
 
@@ -190,7 +190,7 @@ def gather_records(
     k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
-    ops = torch_ops(call.stream("stream", stream), kv_cache, slots, out)
+    ops = torch_ops(call.stream("stream", stream), kv_cache, slots, optional=(out,))
     if ops is not None:
         with _contextlib.suppress(NotRoutable):
             return _gather_records_op(
@@ -265,7 +265,13 @@ def gather_records_paged(
         else:
             if getattr(cu_seq_lens, "ndim", 0) != 1 or int(cu_seq_lens.shape[0]) < 1:
                 call.value_error("cu_seq_lens", "shape must be (B + 1,)", str(tuple(getattr(cu_seq_lens, "shape", ()))))
-            last = int(cu_seq_lens[-1])
+            try:  # the host reads it: a tensor with no data (meta) or a producer without items cannot say
+                last = int(cu_seq_lens[-1])
+            except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as e:
+                reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                call.value_error(
+                    "cu_seq_lens", "cu_seq_lens[-1] (the row count) must be readable (or pass num_rows)", reason
+                )
             if last < 0:
                 call.value_error("cu_seq_lens", "cu_seq_lens[-1] (the row count) must be >= 0", str(last))
             rows = last

@@ -6,6 +6,7 @@ as the library's own errors read (never nanobind's signature dump or a raw numpy
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, NoReturn
 
 import numpy as np
@@ -38,6 +39,16 @@ def int_text(x: int) -> str:
     """An int as errors show it: its digits, or its size when they would be too many to read (or to print:
     Python refuses str() of an int of more than 4300 digits)."""
     return str(x) if x.bit_length() <= 256 else f"an int of {x.bit_length()} bits"
+
+
+def shown(x: Any) -> str:
+    """A wrong value as an error shows it, on one line: a str's repr, an int's digits (int_text), else
+    its type (an array's repr spans lines)."""
+    if isinstance(x, str):
+        return repr(x)
+    if isinstance(x, int) and not isinstance(x, bool):
+        return int_text(x)
+    return _type_name(x)
 
 
 def real(x: Any) -> float:
@@ -138,10 +149,13 @@ class Call:
         return int(x)
 
     def integer(self, name: str, x: Any) -> int:
-        """An int (anything with ``__index__`` but a bool) that fits int64, as the library takes every int."""
-        if isinstance(x, (bool, np.bool_)) or not hasattr(x, "__index__"):
+        """An int (anything ``operator.index`` takes but a bool) that fits int64, as the library takes every int."""
+        if isinstance(x, (bool, np.bool_)):
             self.type_error(name, "must be an int", _type_name(x))
-        value = int(x)
+        try:
+            value = operator.index(x)
+        except TypeError:  # not an int, or an array of more than one element
+            self.type_error(name, "must be an int", _type_name(x))
         if not -(2**63) <= value < 2**63:
             self.value_error(name, "must fit int64 (in [-2^63, 2^63))", int_text(value))
         return value
@@ -172,7 +186,7 @@ class Call:
 
     def rope_dtype(self, name: str, x: Any) -> str:
         if not isinstance(x, str) or x not in ("bf16", "fp16"):
-            self.value_error(name, "must be bf16 or fp16", repr(x))
+            self.value_error(name, "must be bf16 or fp16", shown(x))
         return x
 
     def prefill_out(self, name: str, x: Any, rows: int | None, width: int) -> Any:

@@ -120,6 +120,7 @@ def record_all_gather_bytes(format: str, tokens: int, world_size: int) -> dict[s
     needs (each rank contributes the ceil(tokens / N) it owns): as compact records of
     ``format``, and as the bf16 [576] rows a gather-then-send design moves."""
     call = Call("record_all_gather_bytes", format)
+    call.string("format", format, "must be a str (a format id of mlakv.formats())")
     tokens, world_size = call.count("tokens", tokens), call.count("world_size", world_size)
     if world_size < 1:
         call.value_error("world_size", "must be >= 1", str(world_size))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mlakv
-from conftest import BF16, random_inputs
+from conftest import BF16, BrokenExporter, DLPackOnly, random_inputs
 from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
 FP8_DS_MLA = "mlakv::concat_and_cache_mla(fp8_ds_mla): "
@@ -442,29 +442,6 @@ def test_numpy_arrays_in_the_other_byte_order_are_refused_naming_them(writer_arg
     with pytest.raises(TypeError) as info:
         mlakv.merge_attention_states(np.zeros((1, 2, 4), np.float32), lse, np.zeros((1, 2, 4), np.float32), lse)
     one_line(info, TypeError, "mlakv::merge_attention_states: lse_a: " + rule + ">f4")
-
-
-class DLPackOnly:
-    """An array seen only through the DLPack protocol (as JAX's immutable arrays are), with its shape."""
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array = array
-        self.shape = array.shape
-        self.ndim = array.ndim
-
-    def __dlpack__(self, **kwargs):
-        return self.array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self.array.__dlpack_device__()
-
-
-class BrokenExporter:
-    def __dlpack__(self, **kwargs):
-        raise BufferError("this producer exports nothing")
-
-    def __dlpack_device__(self):
-        return (1, 0)
 
 
 def read_only(shape, dtype=np.uint8) -> np.ndarray:
