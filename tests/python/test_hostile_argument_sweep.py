@@ -46,132 +46,116 @@ HOSTILE = {
 }
 
 
-def _numpy_calls():
-    """(function, valid keyword arguments, the array it writes or None), fresh arrays each time."""
-    kv_c, k_pe = np.zeros((2, 512), BF16), np.zeros((2, 64), BF16)
-    c656, c368 = np.zeros((1, 16, 656), np.uint8), np.zeros((1, 64, 368), np.uint8)
-    q, idx = np.zeros((1, 16, 576), BF16), np.zeros((1, 4), np.int32)
-    out, lse = np.zeros((1, 16, 512), np.float32), np.zeros((1, 16), np.float32)
-    table, i32 = np.zeros((1, 4), np.int32), np.int32
-    writer = MlaKvCacheWriter("fp8_ds_mla", fp8_rope=False)
-    common = {"scale": None, "rope_dtype": "bf16", "stream": None}
-    decode_v4 = {"attn_sink": None, "extra_format": None, "extra_kv_cache": None, "extra_indices": None}
+def _calls(zeros, values):
+    """(function, valid keyword arguments, the array it writes or None) of every public function, on
+    fresh arrays of one framework: ``zeros(shape, dtype name)``, ``values(list, dtype name)``."""
+    kv_c, k_pe = zeros((2, 512), "bfloat16"), zeros((2, 64), "bfloat16")
+    c656, c368 = zeros((1, 64, 656), "uint8"), zeros((1, 64, 368), "uint8")
+    q, idx, table = zeros((1, 16, 576), "bfloat16"), zeros((1, 4), "int32"), zeros((1, 4), "int32")
+    out, lse = zeros((1, 16, 512), "float32"), zeros((1, 16), "float32")
+    slots, writer = values([0, 1], "int64"), MlaKvCacheWriter("fp8_ds_mla", fp8_rope=False)
+    writes = {"kv_c": kv_c, "k_pe": k_pe, "slot_mapping": slots, "scale": None}
+    reads = {"scale": None, "rope_dtype": "bf16", "stream": None}
+    attention = {"q": q, "indices": idx, "topk_len": None, "sm_scale": None, "attn_sink": None, "out": None}
+    paged = {"block_table": table[:, :1], "seq_lens": values([1], "int32"), "cu_seq_lens": values([0, 1], "int32")}
     return [
         (
             mlakv.concat_and_cache_mla,
-            dict(
-                kv_c=kv_c,
-                k_pe=k_pe,
-                kv_cache=c656,
-                slot_mapping=[0, 1],
-                kv_cache_dtype="fp8_ds_mla",
-                scale=None,
-                stream=None,
-            ),
+            {**writes, "kv_cache": c656, "kv_cache_dtype": "fp8_ds_mla", "stream": None},
             c656,
         ),
         (
             concat_and_cache_nvfp4_mla_fp8_rope,
-            dict(
-                kv_c=kv_c, k_pe=k_pe, kv_cache=c368, slot_mapping=[0, 1], scale=None, per_token_scale=False, stream=None
-            ),
+            {**writes, "kv_cache": c368, "per_token_scale": False, "stream": None},
             c368,
         ),
         (
             mlakv.gather_records,
-            dict(format="fp8_ds_mla", kv_cache=c656, slots=[0], dtype="float32", out=None, **common),
+            {"format": "fp8_ds_mla", "kv_cache": c656, "slots": slots, "dtype": "float32", **reads},
             None,
         ),
         (
             mlakv.gather_records_paged,
-            dict(
-                format="fp8_ds_mla",
-                kv_cache=c656,
-                block_table=table[:, :1],
-                seq_lens=np.ones(1, i32),
-                cu_seq_lens=np.array([0, 1], i32),
-                num_rows=None,
-                dtype="float32",
-                out=None,
-                **common,
-            ),
+            {"format": "fp8_ds_mla", "kv_cache": c656, **paged, "num_rows": None, **reads},
             None,
         ),
         (
             mlakv.sparse_mla_decode,
-            dict(
-                format="nvfp4_ds_mla_fp8_rope",
-                q=q,
-                kv_cache=c368,
-                indices=idx,
-                topk_len=None,
-                sm_scale=None,
-                out=None,
-                lse=None,
-                workspace=None,
-                extra_topk_len=None,
-                **decode_v4,
-                **common,
-            ),
+            {
+                "format": "nvfp4_ds_mla_fp8_rope",
+                "kv_cache": c368,
+                **attention,
+                "lse": None,
+                "workspace": None,
+                "extra_format": None,
+                "extra_kv_cache": None,
+                "extra_indices": None,
+                **reads,
+            },
             None,
         ),
         (
             mlakv.sparse_mla_prefill,
-            dict(
-                format="nvfp4_ds_mla_fp8_rope",
-                q=q,
-                kv_cache=c368,
-                indices=idx,
-                topk_len=None,
-                sm_scale=None,
-                attn_sink=None,
-                out=None,
-                lse=None,
-                **common,
-            ),
+            {"format": "nvfp4_ds_mla_fp8_rope", "kv_cache": c368, **attention, "lse": None, **reads},
             None,
         ),
-        (
-            mlakv.merge_attention_states,
-            dict(out_a=out, lse_a=lse, out_b=out, lse_b=lse, out=None, lse=None, stream=None),
-            None,
-        ),
-        (mlakv.sparse_mla_decode_workspace_size, dict(rows=1, heads=16, topk=4, like=None), None),
-        (mlakv.sparse_mla_workspace, dict(q=q, indices=idx, extra_indices=None), None),
-        (mlakv.page_bytes, dict(format="fp8_ds_mla", block_size=64), None),
+        (mlakv.merge_attention_states, {"out_a": out, "lse_a": lse, "out_b": out, "lse_b": lse, "stream": None}, None),
+        (mlakv.sparse_mla_decode_workspace_size, {"rows": 1, "heads": 16, "topk": 4, "like": q}, None),
+        (mlakv.sparse_mla_workspace, {"q": q, "indices": idx, "extra_indices": None}, None),
+        (mlakv.page_bytes, {"format": "fp8_ds_mla", "block_size": 64}, None),
         (
             mlakv.resolve_format,
-            dict(kv_cache_dtype="fp8", record_bytes=0, fp8_rope=False, per_token_scale=False, input_dtype=None),
+            {
+                "kv_cache_dtype": "fp8",
+                "record_bytes": 0,
+                "fp8_rope": False,
+                "per_token_scale": False,
+                "input_dtype": None,
+            },
             None,
         ),
         (
             context_parallel.dcp_local_slots,
-            dict(
-                indices=idx,
-                req_id=np.zeros(1, i32),
-                block_table=table,
-                world_size=2,
-                rank=0,
-                block_size=64,
-                interleave=1,
-                out=None,
-                stream=None,
-            ),
+            {
+                "indices": idx,
+                "req_id": values([0], "int32"),
+                "block_table": table,
+                "world_size": 2,
+                "rank": 0,
+                "block_size": 64,
+                "interleave": 1,
+                "out": None,
+                "stream": None,
+            },
             None,
         ),
         (
             context_parallel.merge_attention_states,
-            dict(outs=np.stack([out, out]), lses=np.stack([lse, lse]), out=None, lse=None, stream=None),
+            {"outs": zeros((2, 1, 16, 512), "float32"), "lses": zeros((2, 1, 16), "float32"), "stream": None},
             None,
         ),
-        (context_parallel.record_all_gather_bytes, dict(format="fp8_ds_mla", tokens=10, world_size=2), None),
-        (MlaKvCacheWriter, dict(kv_cache_dtype="fp8_ds_mla", fp8_rope=False, per_token_scale=False), None),
+        (context_parallel.record_all_gather_bytes, {"format": "fp8_ds_mla", "tokens": 10, "world_size": 2}, None),
+        (MlaKvCacheWriter, {"kv_cache_dtype": "fp8_ds_mla", "fp8_rope": False, "per_token_scale": False}, None),
         (
             writer.update,
-            dict(kv_c=kv_c, k_pe=k_pe, kv_cache=c656, slot_mapping=[0, 1], kv_cache_dtype="fp8_ds_mla", k_scale=None),
+            {
+                "kv_c": kv_c,
+                "k_pe": k_pe,
+                "kv_cache": c656,
+                "slot_mapping": slots,
+                "kv_cache_dtype": "fp8_ds_mla",
+                "k_scale": None,
+            },
             c656,
         ),
     ]
+
+
+def _numpy_calls():
+    dtypes = {"bfloat16": BF16}
+    return _calls(
+        lambda shape, dtype: np.zeros(shape, dtypes.get(dtype, dtype)), lambda items, dtype: np.array(items, dtype)
+    )
 
 
 def _sweep(calls, hostile, copy, equal) -> list[str]:
@@ -208,99 +192,10 @@ def test_every_public_argument_on_torch_tensors_refuses_hostile_values_in_the_li
     pytest.importorskip("mlakv.torch")
 
     def calls():
-        kv_c, k_pe = torch.zeros(2, 512).bfloat16(), torch.zeros(2, 64).bfloat16()
-        c656, c368 = (torch.zeros(1, 64, n, dtype=torch.uint8) for n in (656, 368))
-        q, idx = torch.zeros(1, 16, 576).bfloat16(), torch.zeros(1, 4, dtype=torch.int32)
-        out, lse, i32 = torch.zeros(1, 16, 512), torch.zeros(1, 16), {"dtype": torch.int32}
-        slots = torch.arange(2)
-        writer = MlaKvCacheWriter("fp8_ds_mla", fp8_rope=False)
-        return [
-            (
-                mlakv.concat_and_cache_mla,
-                dict(kv_c=kv_c, k_pe=k_pe, kv_cache=c656, slot_mapping=slots, kv_cache_dtype="fp8_ds_mla", scale=None),
-                c656,
-            ),
-            (
-                concat_and_cache_nvfp4_mla_fp8_rope,
-                dict(kv_c=kv_c, k_pe=k_pe, kv_cache=c368, slot_mapping=slots, scale=None, per_token_scale=False),
-                c368,
-            ),
-            (
-                mlakv.gather_records,
-                dict(format="fp8_ds_mla", kv_cache=c656, slots=slots, scale=None, rope_dtype="bf16", dtype="float32"),
-                None,
-            ),
-            (
-                mlakv.gather_records_paged,
-                dict(
-                    format="fp8_ds_mla",
-                    kv_cache=c656,
-                    block_table=torch.zeros(1, 1, **i32),
-                    seq_lens=torch.ones(1, **i32),
-                    cu_seq_lens=torch.tensor([0, 1], **i32),
-                    num_rows=None,
-                    scale=None,
-                    rope_dtype="bf16",
-                    dtype="float32",
-                ),
-                None,
-            ),
-            (
-                mlakv.sparse_mla_decode,
-                dict(
-                    format="nvfp4_ds_mla_fp8_rope",
-                    q=q,
-                    kv_cache=c368,
-                    indices=idx,
-                    topk_len=None,
-                    sm_scale=None,
-                    scale=None,
-                    rope_dtype="bf16",
-                    workspace=None,
-                    attn_sink=None,
-                ),
-                None,
-            ),
-            (
-                mlakv.sparse_mla_prefill,
-                dict(
-                    format="nvfp4_ds_mla_fp8_rope",
-                    q=q,
-                    kv_cache=c368,
-                    indices=idx,
-                    topk_len=None,
-                    sm_scale=None,
-                    attn_sink=None,
-                ),
-                None,
-            ),
-            (mlakv.merge_attention_states, dict(out_a=out, lse_a=lse, out_b=out, lse_b=lse), None),
-            (
-                context_parallel.dcp_local_slots,
-                dict(
-                    indices=idx,
-                    req_id=torch.zeros(1, **i32),
-                    block_table=torch.zeros(1, 4, **i32),
-                    world_size=2,
-                    rank=0,
-                    block_size=64,
-                    interleave=1,
-                ),
-                None,
-            ),
-            (
-                context_parallel.merge_attention_states,
-                dict(outs=torch.stack([out, out]), lses=torch.stack([lse, lse])),
-                None,
-            ),
-            (
-                writer.update,
-                dict(
-                    kv_c=kv_c, k_pe=k_pe, kv_cache=c656, slot_mapping=slots, kv_cache_dtype="fp8_ds_mla", k_scale=None
-                ),
-                c656,
-            ),
-        ]
+        return _calls(
+            lambda shape, dtype: torch.zeros(shape, dtype=getattr(torch, dtype)),
+            lambda items, dtype: torch.tensor(items, dtype=getattr(torch, dtype)),
+        )
 
     hostile = {k: HOSTILE[k] for k in ("None", "lone surrogate", "NUL", "2**63", "10**400", "nan", "True", "object")}
     hostile |= {
