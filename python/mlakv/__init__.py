@@ -20,12 +20,10 @@ import contextlib as _contextlib
 import sys as _sys
 from typing import Any
 
-import numpy as np
-
 from . import _mlakv
 from ._arrays import empty, stream_handle, tagged, writer_arguments
 from ._arrays import export as export_cache
-from ._checks import Call
+from ._checks import Call, shown
 from ._torch_route import NotRoutable, torch_ops, torch_scale
 from .attention import (
     merge_attention_states,
@@ -113,12 +111,10 @@ def resolve_format(
     call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (an engine's kv_cache_dtype or a format id)")
     if call.count("record_bytes", record_bytes) >= 2**31:
         call.value_error("record_bytes", "must be < 2^31", str(int(record_bytes)))
-    for name, flag in (("fp8_rope", fp8_rope), ("per_token_scale", per_token_scale)):
-        if not isinstance(flag, (bool, np.bool_)):
-            call.type_error(name, "must be a bool", type(flag).__name__)
-    if input_dtype is not None and input_dtype not in ("bf16", "fp16"):
-        call.value_error("input_dtype", "must be bf16, fp16 or None", repr(input_dtype))
-    return _mlakv.resolve_format(kv_cache_dtype, int(record_bytes), bool(fp8_rope), bool(per_token_scale), input_dtype)
+    fp8_rope, per_token_scale = call.flag("fp8_rope", fp8_rope), call.flag("per_token_scale", per_token_scale)
+    if input_dtype is not None and (not isinstance(input_dtype, str) or input_dtype not in ("bf16", "fp16")):
+        call.value_error("input_dtype", "must be bf16, fp16 or None", shown(input_dtype))
+    return _mlakv.resolve_format(kv_cache_dtype, int(record_bytes), fp8_rope, per_token_scale, input_dtype)
 
 
 def capabilities() -> list[dict[str, Any]]:
@@ -194,7 +190,7 @@ def gather_records(
     k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     dtype = call.output_dtype("dtype", dtype)
-    ops = torch_ops(call.stream("stream", stream), kv_cache, slots, out)
+    ops = torch_ops(call.stream("stream", stream), kv_cache, slots, optional=(out,))
     if ops is not None:
         with _contextlib.suppress(NotRoutable):
             return _gather_records_op(
@@ -269,7 +265,13 @@ def gather_records_paged(
         else:
             if getattr(cu_seq_lens, "ndim", 0) != 1 or int(cu_seq_lens.shape[0]) < 1:
                 call.value_error("cu_seq_lens", "shape must be (B + 1,)", str(tuple(getattr(cu_seq_lens, "shape", ()))))
-            last = int(cu_seq_lens[-1])
+            try:  # the host reads it: a tensor with no data (meta) or a producer without items cannot say
+                last = int(cu_seq_lens[-1])
+            except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as e:
+                reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                call.value_error(
+                    "cu_seq_lens", "cu_seq_lens[-1] (the row count) must be readable (or pass num_rows)", reason
+                )
             if last < 0:
                 call.value_error("cu_seq_lens", "cu_seq_lens[-1] (the row count) must be >= 0", str(last))
             rows = last

@@ -1,7 +1,3 @@
-from typing import Annotated
-
-from numpy.typing import NDArray
-
 from mlakv._mlakv import raw as raw
 
 # The op functions (one per entry of python/ops/op_table.h): the schema's arguments, then the outputs
@@ -158,13 +154,13 @@ class MlaKvCacheWriter:
     def compact(self) -> bool: ...
     def update(
         self,
-        kv_c: Annotated[NDArray, dict(writable=False)],
+        kv_c: object,
         kv_c_tag: str | None,
-        k_pe: Annotated[NDArray, dict(writable=False)],
+        k_pe: object,
         k_pe_tag: str | None,
-        kv_cache: NDArray,
-        slot_mapping: Annotated[NDArray, dict(writable=False)],
+        kv_cache: object,
+        slot_mapping: object,
         kv_cache_dtype: str,
-        scale: Annotated[NDArray, dict(writable=False)] | None,
+        scale: object | None,
         stream: int,
     ) -> None: ...

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import real
+
 # "ops": torch.ops.mlakv once mlakv.torch has registered it, or None where it cannot.
 _LOADED: dict[str, Any] = {}
 
@@ -33,12 +35,13 @@ def _load() -> Any:
     return sys.modules["torch"].ops.mlakv
 
 
-def torch_ops(stream: Any, *arrays: Any) -> Any:
-    """``torch.ops.mlakv`` when no stream is given and every array given (None aside) is a torch
-    tensor, else None (the caller keeps the DLPack path)."""
-    if stream is not None or not any(_is_tensor(a) for a in arrays):
+def torch_ops(stream: Any, *arrays: Any, optional: tuple = ()) -> Any:
+    """``torch.ops.mlakv`` when no stream is given, every required array is a torch tensor and every
+    ``optional`` one a tensor or None; else None (the caller keeps the DLPack path, whose checks name
+    a missing array: the op's schema would take None for an undefined tensor)."""
+    if stream is not None or not all(_is_tensor(a) for a in arrays):
         return None
-    if not all(a is None or _is_tensor(a) for a in arrays):
+    if not all(a is None or _is_tensor(a) for a in optional):
         return None
     if "ops" not in _LOADED:
         _LOADED["ops"] = _load()
@@ -58,5 +61,5 @@ def torch_scale(call: Any, scale: Any) -> Any:
         call.type_error("scale", "must be a float or a 1-element float32 array", "bool")
     if isinstance(scale, (int, float)):
         torch = sys.modules["torch"]
-        return torch.tensor([float(scale)], dtype=torch.float32)
+        return torch.tensor([real(scale)], dtype=torch.float32)
     raise NotRoutable

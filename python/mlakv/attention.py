@@ -231,19 +231,16 @@ def _sparse_attention(
     k_scale = call.scale("scale", scale)
     call.rope_dtype("rope_dtype", rope_dtype)
     for name, value in options.items():
-        if name in _FORMAT_IDS and value is not None:
-            call.string(name, value, "must be a str (a DeepSeek V4 family format id) or None")
-        elif name not in _FORMAT_IDS:
+        if name in _FORMAT_IDS:
+            call.optional_string(name, value, "must be a str (a DeepSeek V4 family format id) or None")
+        else:
             options[name] = call.optional_array(name, value, writable=name in _WRITTEN)
-    if sm_scale is not None and (
-        isinstance(sm_scale, (bool, np.bool_)) or not isinstance(sm_scale, (int, float, np.number))
-    ):
-        query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
-        call.type_error("sm_scale", f"must be a float (None: 1/sqrt({query_dim}))", type(sm_scale).__name__)
-    sm_scale = None if sm_scale is None else float(sm_scale)
+    query_dim = _QUERY_DIMS.get(format, _QUERY_DIM)
+    sm_scale = call.optional_real("sm_scale", sm_scale, f"must be a float (None: 1/sqrt({query_dim}))")
     stream = call.stream("stream", stream)
     arrays = [v for k, v in options.items() if k not in _FORMAT_IDS]
-    ops = torch_ops(stream, q, kv_cache, indices, topk_len, *arrays) if out is None and lse is None else None
+    routable = out is None and lse is None
+    ops = torch_ops(stream, q, kv_cache, indices, optional=(topk_len, *arrays)) if routable else None
     if ops is not None:
         with contextlib.suppress(NotRoutable):
             k_scale_tensor = torch_scale(call, scale)
@@ -297,10 +294,11 @@ def merge_attention_states(
     handle = stream_handle(stream, out_a)
     if out is None:
         dtype = "float32" if str(getattr(out_a, "dtype", "")).endswith("float32") else "bfloat16"
-        shape = tuple(int(d) for d in out_a.shape)
+        # A producer without a shape gets an empty output here; the extension names what it is.
+        shape = tuple(int(d) for d in getattr(out_a, "shape", ()))
         out = call.allocate("out_a", lambda: empty(out_a, shape, dtype), shape, dtype)
     if lse is None:
-        shape = tuple(int(d) for d in lse_a.shape)
+        shape = tuple(int(d) for d in getattr(lse_a, "shape", ()))
         lse = call.allocate("lse_a", lambda: empty(out_a, shape, "float32"), shape, "float32")
     _mlakv.merge_attention_states(
         tagged(out_a), export(lse_a), tagged(out_b), export(lse_b), out=tagged(out), lse=export(lse), stream=handle

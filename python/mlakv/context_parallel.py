@@ -15,12 +15,6 @@ from ._checks import Call
 from ._torch_route import torch_ops
 
 
-def _int(call: Call, name: str, x: Any) -> int:
-    if isinstance(x, bool) or not hasattr(x, "__index__"):
-        call.type_error(name, "must be an int", type(x).__name__)
-    return int(x)
-
-
 def dcp_local_slots(
     indices: Any,
     req_id: Any,
@@ -47,8 +41,8 @@ def dcp_local_slots(
     req_id = call.array("req_id", req_id)
     block_table = call.array("block_table", block_table)
     out = call.optional_array("out", out, writable=True)
-    layout = [_int(call, f"layout.{n}", v) for n, v in (("world_size", world_size), ("rank", rank))]
-    layout += [_int(call, "layout.interleave", interleave), _int(call, "layout.block_size", block_size)]
+    layout = [call.integer(f"layout.{n}", v) for n, v in (("world_size", world_size), ("rank", rank))]
+    layout += [call.integer("layout.interleave", interleave), call.integer("layout.block_size", block_size)]
     stream = call.stream("stream", stream)
     ops = torch_ops(stream, indices, req_id, block_table) if out is None else None
     if ops is not None:
@@ -126,6 +120,7 @@ def record_all_gather_bytes(format: str, tokens: int, world_size: int) -> dict[s
     needs (each rank contributes the ceil(tokens / N) it owns): as compact records of
     ``format``, and as the bf16 [576] rows a gather-then-send design moves."""
     call = Call("record_all_gather_bytes", format)
+    call.string("format", format, "must be a str (a format id of mlakv.formats())")
     tokens, world_size = call.count("tokens", tokens), call.count("world_size", world_size)
     if world_size < 1:
         call.value_error("world_size", "must be >= 1", str(world_size))

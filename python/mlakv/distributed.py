@@ -106,6 +106,7 @@ def all_gather_records(
     Reads how many records each rank owns on the host: not for a captured graph.
     """
     call = Call("all_gather_records", format)
+    call.string("format", format, "must be a str (a format id of mlakv.formats())")
     page = next((f["page"]["kind"] for f in mlakv.formats() if f["id"] == format), None)
     if page != "token_major":
         call.value_error(

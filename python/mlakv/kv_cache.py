@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import numpy as np
-
 from . import _mlakv
 from ._arrays import writer_arguments
 from ._checks import Call
@@ -44,9 +42,7 @@ def concat_and_cache_nvfp4_mla_fp8_rope(
             current stream for torch tensors, else the legacy default stream.
     """
     call = Call("concat_and_cache_nvfp4_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope")
-    if not isinstance(per_token_scale, (bool, np.bool_)):
-        call.type_error("per_token_scale", "must be a bool", type(per_token_scale).__name__)
-    if per_token_scale:
+    if call.flag("per_token_scale", per_token_scale):
         call = Call("concat_and_cache_nvfp4_mla_fp8_rope", "nvfp4_ds_mla_fp8_rope_pts")
     ops = torch_ops(stream, kv_c, k_pe, kv_cache, slot_mapping)
     if ops is not None:

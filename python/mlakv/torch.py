@@ -138,8 +138,9 @@ class _FakeViews:
         return None if t is None else self(t)
 
     def scale(self, t: Optional[torch.Tensor]) -> Optional[tuple]:
-        """A CPU k_scale's value is read by the checks: a real 1.0 stands in at the fake's shape."""
-        if t is None or t.device.type != "cpu":
+        """A k_scale the checks take for a CPU one (a CPU or meta tensor: both travel as device -1) has its
+        value read by them: a real 1.0 stands in at the fake's shape."""
+        if t is None or t.device.type == "cuda":
             return self.optional(t)
         view = self(t)
         return (_ONE.data_ptr(), *view[1:])
@@ -276,17 +277,40 @@ class _Op:
     def _first_tensor(self, bound: dict[str, Any]) -> Optional[torch.Tensor]:
         return next((bound[n] for n, k in zip(self.names, self.kinds) if k in _TENSORS and bound[n] is not None), None)
 
+    def _call(self, bound: dict[str, Any]) -> Call:
+        """Who the op's errors name: the op, and its first str argument (its format), as the C++ bindings do."""
+        return Call(self.op["name"], next((bound[n] for n, k in zip(self.names, self.kinds) if k == "str"), None))
+
     def _outputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
-        """The tensors the op returns, on its first tensor's device."""
+        """The tensors the op returns, on its first tensor's device; a size that cannot be allocated is refused
+        naming the argument it comes from (registration.cpp does the same)."""
         if not self.op["outputs"]:
             return []
-        call = Call(self.op["name"], bound.get("format"))
+        call = self._call(bound)
         device = self._first_tensor(bound).device
         outputs = []
         for output in self.op["outputs"]:
             dtype = _output_dtype(call, bound, output["dtype"])
-            outputs.append(torch.empty(_output_shape(call, bound, output["shape"]), dtype=dtype, device=device))
+            shape = _output_shape(call, bound, output["shape"])
+            size_from = next((arg for _, arg, *_ in output["shape"] if arg), output["name"])
+            make = lambda shape=shape, dtype=dtype: torch.empty(shape, dtype=dtype, device=device)  # noqa: E731
+            outputs.append(call.allocate(size_from, make, tuple(shape), str(dtype)))
         return outputs
+
+    def _check_devices(self, bound: dict[str, Any]) -> None:
+        """Every tensor on the first one's device (a k_scale may also be on the CPU), as the library requires:
+        the dispatcher sends a call with a meta tensor among real ones to the fake implementation, which
+        would otherwise return outputs nobody wrote, and write nothing."""
+        tensors = [(n, k, bound[n]) for n, k in zip(self.names, self.kinds) if k in _TENSORS and bound[n] is not None]
+        first_name, _, first = next(t for t in tensors if t[1] != "scale")
+        for name, kind, t in tensors:
+            if t.device == first.device:
+                continue
+            call = self._call(bound)
+            if kind != "scale":
+                call.value_error(name, f"must be on the same device as {first_name} ({first.device})", str(t.device))
+            if t.device.type != "cpu":
+                call.value_error(name, f"must be on the CPU or on the tensors' device ({first.device})", str(t.device))
 
     def _enter(self, views: Any, bound: dict[str, Any], outputs: list, stream: int, run: bool) -> Any:
         """The raw entry point on ``views`` of the tensors (_REAL_VIEWS or a _FakeViews)."""
@@ -303,6 +327,7 @@ class _Op:
     def fake(self, *args, **kwargs):
         """The outputs, after the real call's checks on made-up addresses."""
         bound = self._bind(args, kwargs)
+        self._check_devices(bound)
         outputs = self._outputs(bound)
         _fake_checks(lambda v: self._enter(v, bound, outputs, 0, False))
         return _returned(self.op, outputs, None)

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "arguments.h"
 #include "mlakv/mla_kv_cache_writer.h"
 #include "views.h"
 
@@ -21,18 +22,25 @@ namespace mlakv::python {
 namespace {
 
 using engine::MlaKvCacheWriter;
-using Array = nb::ndarray<nb::ro>;
-using OutArray = nb::ndarray<>;
 using Tag = std::optional<std::string>;
 
-void update(const MlaKvCacheWriter& writer, const Array& kv_c, const Tag& kv_c_tag, const Array& k_pe,
-            const Tag& k_pe_tag, const OutArray& kv_cache, const Array& slot_mapping, std::string_view kv_cache_dtype,
-            const std::optional<Array>& scale, std::uintptr_t stream) {
-  const TensorView kv = to_view(kv_c, kv_c_tag), pe = to_view(k_pe, k_pe_tag);
-  const TensorView cache = to_view(kv_cache), slots = to_view(slot_mapping);
-  const std::optional<TensorView> s = scale ? std::optional<TensorView>(to_view(*scale)) : std::nullopt;
+// The arguments arrive as Python objects and are converted here (arguments.h), so that each one that
+// cannot be is refused naming it, as mlakv.integrations.vllm's update names them.
+void update(const MlaKvCacheWriter& writer, nb::handle kv_c, const Tag& kv_c_tag, nb::handle k_pe, const Tag& k_pe_tag,
+            nb::handle kv_cache, nb::handle slot_mapping, nb::handle kv_cache_dtype, nb::handle scale,
+            nb::handle stream) {
+  const CallName call{"MlaKvCacheWriter.update", text_of(kv_cache_dtype)};
+  const std::string dtype = text_argument(call, "kv_cache_dtype", kv_cache_dtype);
+  ImportedArrays arrays;
+  const TensorView kv = array_argument(call, "kv_c", kv_c, false, kv_c_tag, arrays);
+  const TensorView pe = array_argument(call, "k_pe", k_pe, false, k_pe_tag, arrays);
+  const TensorView cache = array_argument(call, "kv_cache", kv_cache, true, std::nullopt, arrays);
+  const TensorView slots = array_argument(call, "slot_mapping", slot_mapping, false, std::nullopt, arrays);
+  std::optional<TensorView> s;
+  if (!scale.is_none()) s = array_argument(call, "scale", scale, false, std::nullopt, arrays);
+  const StreamHandle on = to_stream(stream_argument(call, "stream", stream));
   nb::gil_scoped_release release;
-  writer.update(kv, pe, cache, slots, kv_cache_dtype, pointer(s), to_stream(stream));
+  writer.update(kv, pe, cache, slots, dtype, pointer(s), on);
 }
 
 }  // namespace
@@ -42,13 +50,20 @@ void register_engine_seam(nb::module_& m) {
   nb::class_<MlaKvCacheWriter>(m, "MlaKvCacheWriter")
       .def(
           "__init__",
-          [](MlaKvCacheWriter* self, std::string kv_cache_dtype, bool fp8_rope, bool per_token_scale) {
-            new (self) MlaKvCacheWriter({std::move(kv_cache_dtype), fp8_rope, per_token_scale});
+          [](MlaKvCacheWriter* self, nb::handle kv_cache_dtype, bool fp8_rope, bool per_token_scale) {
+            const CallName call{"MlaKvCacheWriter", text_of(kv_cache_dtype)};
+            new (self)
+                MlaKvCacheWriter({text_argument(call, "kv_cache_dtype", kv_cache_dtype), fp8_rope, per_token_scale});
           },
-          "kv_cache_dtype"_a, "fp8_rope"_a, "per_token_scale"_a)
+          "kv_cache_dtype"_a, "fp8_rope"_a, "per_token_scale"_a,
+          nb::sig("def __init__(self, kv_cache_dtype: str, fp8_rope: bool, per_token_scale: bool) -> None"))
       .def_prop_ro("compact", &MlaKvCacheWriter::compact)
-      .def("update", &update, "kv_c"_a, "kv_c_tag"_a.none(), "k_pe"_a, "k_pe_tag"_a.none(), "kv_cache"_a,
-           "slot_mapping"_a, "kv_cache_dtype"_a, "scale"_a.none(), "stream"_a);
+      // The signature the arguments' conversion enforces (arrays: any DLPack producer), not nb::handle's.
+      .def("update", &update, "kv_c"_a.none(), "kv_c_tag"_a.none(), "k_pe"_a.none(), "k_pe_tag"_a.none(),
+           "kv_cache"_a.none(), "slot_mapping"_a.none(), "kv_cache_dtype"_a.none(), "scale"_a.none(), "stream"_a.none(),
+           nb::sig("def update(self, kv_c: object, kv_c_tag: str | None, k_pe: object, k_pe_tag: str | None, "
+                   "kv_cache: object, slot_mapping: object, kv_cache_dtype: str, scale: object | None, "
+                   "stream: int) -> None"));
 }
 
 }  // namespace mlakv::python

@@ -14,8 +14,10 @@
 
 #include <deque>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "arguments.h"
 #include "op_table.h"
 #include "views.h"
 
@@ -27,53 +29,57 @@ using bindings::Op;
 using bindings::SchemaArgument;
 using bindings::Value;
 
-[[noreturn]] void argument_error(const Op& op, const std::string& what) {
+[[noreturn]] void signature_error(const Op& op, const std::string& what) {
   throw nb::type_error(("mlakv._mlakv." + std::string(op.name) + "(): " + what).c_str());
 }
 
-// The arrays of one call, alive until it returns: an array imported from a DLPack capsule owns the
-// tensor it describes (the capsule may be the only reference left), and frees it when destroyed.
-struct ImportedArrays {
-  std::deque<nb::ndarray<>> written;
-  std::deque<nb::ndarray<nb::ro>> read;
-};
-
-// A tensor argument: an array, an (array, tag) pair, or (raw) a view tuple.
-TensorView tensor_value(nb::handle h, bool raw, bool written, ImportedArrays& arrays) {
-  if (raw) return raw_view(h);
-  std::optional<std::string> tag;
-  if (nb::isinstance<nb::tuple>(h)) {
-    nb::tuple pair = nb::borrow<nb::tuple>(h);
-    tag = nb::cast<std::string>(pair[1]);
-    h = pair[0];
+// A tuple argument the bindings build themselves: ScalarType? as (mlakv::DType's value, torch's spelling),
+// Device as (is_cuda, index).
+template <class T>
+T pair_argument(const CallName& call, std::string_view name, nb::handle h, std::string_view rule) {
+  try {
+    const nb::tuple pair = nb::cast<nb::tuple>(h);
+    if (pair.size() == 2) {
+      if constexpr (std::is_same_v<T, bindings::DTypeArgument>) {
+        return {static_cast<DType>(nb::cast<int>(pair[0])), nb::cast<std::string>(pair[1])};
+      } else {
+        return Device{nb::cast<bool>(pair[0]) ? DeviceType::kCuda : DeviceType::kCpu, nb::cast<int>(pair[1])};
+      }
+    }
+  } catch (const nb::cast_error&) {
+  } catch (const nb::python_error&) {
   }
-  if (written) return to_view(arrays.written.emplace_back(nb::cast<nb::ndarray<>>(h)), tag);
-  return to_view(arrays.read.emplace_back(nb::cast<nb::ndarray<nb::ro>>(h)), tag);
+  bindings::argument_error(call, ErrorCode::kDtype, name, rule, nb::cast<std::string>(nb::repr(h)));
 }
 
-Value value_of(const SchemaArgument& a, nb::handle h, bool raw, ImportedArrays& arrays) {
-  if (h.is_none()) return std::monostate{};
+// One argument's value; None is refused (by its conversion's type rule) unless the schema says `?`.
+Value value_of(const CallName& call, const SchemaArgument& a, nb::handle h, bool raw, ImportedArrays& arrays) {
+  if (h.is_none() && a.optional) return std::monostate{};
   switch (a.type) {
     case ArgType::kTensor:
-      return tensor_value(h, raw, a.written, arrays);
+      return raw ? raw_view(h) : tagged_array_argument(call, a.name, h, a.written, arrays);
     case ArgType::kString:
-      return nb::cast<std::string>(h);
+      return text_argument(call, a.name, h);
     case ArgType::kReal:
-      return nb::cast<double>(h);
+      return real_argument(call, a.name, h);
     case ArgType::kInt:
-      return nb::cast<std::int64_t>(h);
+      return int_argument(call, a.name, h);
     case ArgType::kBool:
-      return nb::cast<bool>(h);
-    case ArgType::kDType: {  // (mlakv::DType's value, torch's spelling)
-      nb::tuple pair = nb::cast<nb::tuple>(h);
-      return bindings::DTypeArgument{static_cast<DType>(nb::cast<int>(pair[0])), nb::cast<std::string>(pair[1])};
-    }
-    case ArgType::kDevice: {  // (is_cuda, index)
-      nb::tuple pair = nb::cast<nb::tuple>(h);
-      return Device{nb::cast<bool>(pair[0]) ? DeviceType::kCuda : DeviceType::kCpu, nb::cast<int>(pair[1])};
-    }
+      return bool_argument(call, a.name, h);
+    case ArgType::kDType:
+      return pair_argument<bindings::DTypeArgument>(call, a.name, h, "must be the pair (mlakv DType, torch name)");
+    case ArgType::kDevice:
+      return pair_argument<Device>(call, a.name, h, "must be the pair (is_cuda, device index)");
   }
   return std::monostate{};
+}
+
+// Who the call's errors name: the op, and its first str argument (its format) when that is text.
+CallName call_name(const Op& op, const std::vector<SchemaArgument>& schema, const std::vector<nb::handle>& given) {
+  for (std::size_t i = 0; i < schema.size(); ++i) {
+    if (schema[i].type == ArgType::kString && given[i].is_valid()) return {op.name, text_of(given[i])};
+  }
+  return {op.name, std::nullopt};
 }
 
 // Where a keyword argument goes: a schema argument's or an output's slot; nullptr for neither.
@@ -107,36 +113,38 @@ nb::object call_function(const Op& op, nb::args args, nb::kwargs kwargs) {
   std::vector<nb::handle> given(schema.size()), outputs(op.outputs.size());
   std::size_t positional = 0;
   while (positional < schema.size() && !schema[positional].keyword_only) ++positional;
-  if (args.size() > positional) argument_error(op, "takes " + std::to_string(positional) + " positional arguments");
+  if (args.size() > positional) signature_error(op, "takes " + std::to_string(positional) + " positional arguments");
   for (std::size_t i = 0; i < args.size(); ++i) given[i] = args[i];
-  std::uintptr_t stream = 0;
+  nb::handle stream;
   for (auto [key, item] : kwargs) {
-    const std::string name = nb::cast<std::string>(key);
+    const std::optional<std::string_view> name = text_of(key);
     if (name == "stream") {
-      stream = nb::cast<std::uintptr_t>(item);
-    } else if (nb::handle* slot = keyword_slot(op, schema, name, given, outputs)) {
+      stream = item;
+    } else if (nb::handle* slot = name ? keyword_slot(op, schema, *name, given, outputs) : nullptr) {
       *slot = item;
     } else {
-      argument_error(op, "unexpected keyword argument '" + name + "'");
+      signature_error(op, "unexpected keyword argument " + nb::cast<std::string>(nb::repr(key)));
     }
   }
+  const CallName call = call_name(op, schema, given);
   ImportedArrays arrays;
   std::vector<Value> values;
   for (std::size_t i = 0; i < schema.size(); ++i) {
     if (given[i].is_valid()) {
-      values.push_back(value_of(schema[i], given[i], false, arrays));
+      values.push_back(value_of(call, schema[i], given[i], false, arrays));
     } else if (!schema[i].default_text.empty()) {
       values.push_back(bindings::default_value(schema[i]));
     } else {
-      argument_error(op, "missing argument '" + schema[i].name + "'");
+      signature_error(op, "missing argument '" + schema[i].name + "'");
     }
   }
   std::vector<TensorView> output_views;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (!outputs[i].is_valid()) argument_error(op, "missing output '" + std::string(op.outputs[i].name) + "'");
-    output_views.push_back(tensor_value(outputs[i], false, true, arrays));
+    if (!outputs[i].is_valid()) signature_error(op, "missing output '" + std::string(op.outputs[i].name) + "'");
+    output_views.push_back(tagged_array_argument(call, op.outputs[i].name, outputs[i], true, arrays));
   }
-  return run_op(op, std::move(values), std::move(output_views), stream, true);
+  const std::uintptr_t handle = stream.is_valid() ? stream_argument(call, "stream", stream) : 0;
+  return run_op(op, std::move(values), std::move(output_views), handle, true);
 }
 
 // _mlakv.raw.<op>: every argument positional, in the schema's order (mlakv.torch fills in the defaults),
@@ -144,10 +152,13 @@ nb::object call_function(const Op& op, nb::args args, nb::kwargs kwargs) {
 nb::object call_raw(const Op& op, nb::args args) {
   const std::vector<SchemaArgument>& schema = bindings::schema_arguments(op);
   const std::size_t count = schema.size() + op.outputs.size() + 2;
-  if (args.size() != count) argument_error(op, "takes " + std::to_string(count) + " positional arguments");
+  if (args.size() != count) signature_error(op, "takes " + std::to_string(count) + " positional arguments");
+  std::vector<nb::handle> given;
+  for (std::size_t i = 0; i < schema.size(); ++i) given.push_back(args[i]);
+  const CallName call = call_name(op, schema, given);
   ImportedArrays unused;  // views own nothing
   std::vector<Value> values;
-  for (std::size_t i = 0; i < schema.size(); ++i) values.push_back(value_of(schema[i], args[i], true, unused));
+  for (std::size_t i = 0; i < schema.size(); ++i) values.push_back(value_of(call, schema[i], args[i], true, unused));
   std::vector<TensorView> outputs;
   for (std::size_t i = 0; i < op.outputs.size(); ++i) outputs.push_back(raw_view(args[schema.size() + i]));
   return run_op(op, std::move(values), std::move(outputs), nb::cast<std::uintptr_t>(args[count - 2]),

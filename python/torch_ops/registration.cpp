@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "argument_errors.h"
 #include "mlakv/formats.h"
 #include "op_table.h"
 #include "views.h"
@@ -21,6 +22,7 @@ namespace mlakv::torch_ops {
 namespace {
 
 using bindings::ArgType;
+using bindings::CallName;
 using bindings::Dims;
 using bindings::Op;
 using bindings::OutputDType;
@@ -41,13 +43,13 @@ bool has_tensors(const Op& op) {
 }
 
 // The writers' cache may be float8_e4m3fn: engines type an fp8 cache so (the same bytes).
-Value value_of(const SchemaArgument& a, const c10::IValue& v) {
+Value value_of(const CallName& call, const SchemaArgument& a, const c10::IValue& v) {
   if (v.isNone()) return std::monostate{};
   switch (a.type) {
     case ArgType::kTensor:
       return view(v.toTensor(), a.written && a.name == "kv_cache");
     case ArgType::kString:
-      return v.toStringRef();
+      return bindings::checked_text(call, a.name, v.toStringRef());
     case ArgType::kReal:
       return v.toDouble();
     case ArgType::kInt:
@@ -80,7 +82,39 @@ struct Arguments {
     }
     return "";
   }
+  /// Who the op's argument errors name: the op, and its first str argument when that is text.
+  CallName call_name(const Op& op) const {
+    for (std::size_t i = 0; i < schema.size(); ++i) {
+      if (schema[i].type != ArgType::kString || !values[i].isString()) continue;
+      const std::string_view text = values[i].toStringRef();
+      return {op.name, bindings::text_fault(text).empty() ? std::optional<std::string_view>(text) : std::nullopt};
+    }
+    return {op.name, std::nullopt};
+  }
 };
+
+// "(2, 576)" or "(5,)": a shape as Python prints a tuple, as mlakv.torch's allocation errors show it.
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+// An output of the op; a size torch cannot allocate is refused naming the argument it comes from (its first
+// dims' argument), as mlakv.torch's Python kernels and the Python functions' outputs are.
+at::Tensor allocated(const CallName& call, const bindings::Output& output, const std::vector<std::int64_t>& shape,
+                     at::ScalarType dtype, at::Device device) {
+  try {
+    return at::empty(shape, at::TensorOptions().dtype(dtype).device(device));
+  } catch (const c10::Error& e) {
+    const auto from =
+        std::find_if(output.shape.begin(), output.shape.end(), [](const Dims& d) { return !d.arg.empty(); });
+    const std::string_view text = e.what_without_backtrace();
+    bindings::argument_error(call, ErrorCode::kValue, from != output.shape.end() ? from->arg : output.name,
+                             "cannot allocate a " + shape_text(shape) + " " + dtype_name(dtype) + " output",
+                             text.substr(0, text.find('\n')));
+  }
+}
 
 at::ScalarType scalar_type(DType dtype) {
   switch (dtype) {
@@ -158,18 +192,18 @@ void kernel(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
     const Op& op = op_named(handle.schema().operator_name());
     const std::vector<SchemaArgument>& schema = bindings::schema_arguments(op);
     const Arguments args{schema, torch::jit::last(*stack, schema.size())};
+    const CallName call = args.call_name(op);
     std::vector<Value> values;
     const at::Tensor* first = nullptr;
     for (std::size_t i = 0; i < schema.size(); ++i) {
-      values.push_back(value_of(schema[i], args.values[i]));
+      values.push_back(value_of(call, schema[i], args.values[i]));
       if (first == nullptr && args.values[i].isTensor()) first = &args.values[i].toTensor();
     }
     std::vector<at::Tensor> outputs;
     std::vector<TensorView> output_views;
     for (const bindings::Output& o : op.outputs) {
       const at::ScalarType dtype = output_dtype(op, args, o.dtype);
-      outputs.push_back(
-          at::empty(output_shape(op, args, o.shape), at::TensorOptions().dtype(dtype).device(first->device())));
+      outputs.push_back(allocated(call, o, output_shape(op, args, o.shape), dtype, first->device()));
       output_views.push_back(view(outputs.back()));
     }
     const StreamHandle on = first != nullptr ? stream(*first) : nullptr;

@@ -66,7 +66,10 @@ TensorView view(const at::Tensor& t, bool fp8_cache) {
     v.shape[d] = t.size(d);
     v.strides[d] = t.stride(d);
   }
-  v.device = t.is_cuda() ? Device{DeviceType::kCuda, t.get_device()} : Device{DeviceType::kCpu, 0};
+  // Any device but the CPU and CUDA (meta, say) is one the library refuses, naming the tensor.
+  v.device = t.is_cuda()  ? Device{DeviceType::kCuda, t.get_device()}
+             : t.is_cpu() ? Device{DeviceType::kCpu, 0}
+                          : Device{DeviceType::kOther, 0};
   return v;
 }
 

@@ -27,6 +27,29 @@ def error_of(call, *args, **kwargs):
     return None
 
 
+class DLPackOnly:
+    """An array seen only through the DLPack protocol (as JAX's immutable arrays are), with its shape."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array, self.shape, self.ndim = array, array.shape, array.ndim
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+class BrokenExporter:
+    """A DLPack producer whose export fails, with its own reason."""
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("this producer exports nothing")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 @pytest.fixture
 def bf16_inputs():
     return random_inputs(8, BF16, seed=1)

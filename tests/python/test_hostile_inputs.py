@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mlakv
-from conftest import BF16, random_inputs
+from conftest import BF16, BrokenExporter, DLPackOnly, random_inputs
 from mlakv.kv_cache import concat_and_cache_nvfp4_mla_fp8_rope
 
 FP8_DS_MLA = "mlakv::concat_and_cache_mla(fp8_ds_mla): "
@@ -317,6 +317,13 @@ def _hostile_calls():
             TypeError,
             "mlakv::resolve_format(nvfp4_ds_mla): fp8_rope: must be a bool, got int",
         ),
+        "writer seam fp8_rope array": (
+            lambda: __import__("mlakv.integrations.vllm").integrations.vllm.MlaKvCacheWriter(
+                "fp8", fp8_rope=np.array([1, 2])
+            ),
+            TypeError,
+            "mlakv::MlaKvCacheWriter(fp8): fp8_rope: must be a bool, got ndarray",
+        ),
         "compact per_token_scale str": (
             lambda: concat_and_cache_nvfp4_mla_fp8_rope(
                 kv_c, k_pe, aligned((1, 16, 368)), [0, 1], per_token_scale="yes"
@@ -341,3 +348,355 @@ def test_public_functions_check_their_arguments_with_one_line_errors(case):
         assert message == text
     else:
         assert "num_rows: cannot allocate" in message
+
+
+# --- str arguments that are no text ----------------------------------------------------
+
+SURROGATE, WITH_NUL = "\ud800", "fp8_ds_mla\0x"
+NO_TEXT = {
+    SURROGATE: "must be valid Unicode (a lone surrogate has no UTF-8 encoding), got '\\ud800'",
+    WITH_NUL: "must not contain a NUL character, got 'fp8_ds_mla\\x00x'",
+}
+
+
+def _str_argument_calls(text: str):
+    """(call, function, argument) for every public function's str argument, `text` in it; the writers' cache."""
+    from mlakv.integrations.vllm import MlaKvCacheWriter
+
+    kv_c, k_pe = random_inputs(2, BF16, seed=5)
+    cache = aligned((1, 16, 656))
+    paged = (cache, np.zeros((1, 1), np.int32), np.ones(1, np.int32), np.array([0, 1], np.int32))
+    q, idx = np.zeros((1, 16, 512), BF16), np.zeros((1, 4), np.int32)
+    v4_cache = aligned((1, 64, 584))
+    writer = MlaKvCacheWriter("fp8_ds_mla", fp8_rope=False)
+    calls = [
+        (lambda: mlakv.concat_and_cache_mla(kv_c, k_pe, cache, [0, 1], text), "concat_and_cache_mla", "kv_cache_dtype"),
+        (lambda: mlakv.gather_records(text, cache, [0]), "gather_records", "format"),
+        (lambda: mlakv.gather_records_paged(text, *paged), "gather_records_paged", "format"),
+        (lambda: mlakv.sparse_mla_decode(text, q, v4_cache, idx), "sparse_mla_decode", "format"),
+        (lambda: mlakv.sparse_mla_prefill(text, q, v4_cache, idx), "sparse_mla_prefill", "format"),
+        (
+            lambda: mlakv.sparse_mla_decode("fp8_ds_mla_v4", q, v4_cache, idx, extra_format=text),
+            "sparse_mla_decode(fp8_ds_mla_v4)",
+            "extra_format",
+        ),
+        (lambda: mlakv.page_bytes(text, 64), "page_bytes", "format"),
+        (lambda: mlakv.resolve_format(text), "resolve_format", "kv_cache_dtype"),
+        (lambda: MlaKvCacheWriter(text), "MlaKvCacheWriter", "kv_cache_dtype"),
+        (lambda: writer.update(kv_c, k_pe, cache, [0, 1], text, None), "MlaKvCacheWriter.update", "kv_cache_dtype"),
+    ]
+    return calls, cache
+
+
+@pytest.mark.parametrize("text", list(NO_TEXT), ids=["lone_surrogate", "embedded_nul"])
+def test_str_arguments_that_are_no_text_are_refused_naming_them(text):
+    """A NUL would cut the library's message short (a C string) and a lone surrogate has no UTF-8: both are
+    refused naming the argument, and the text stays out of the ``mlakv::function(format)`` prefix."""
+    calls, cache = _str_argument_calls(text)
+    for call, function, name in calls:
+        with pytest.raises(ValueError) as info:
+            call()
+        one_line(info, ValueError, f"mlakv::{function}: {name}: {NO_TEXT[text]}")
+    assert not cache.any()
+
+
+def test_op_functions_refuse_str_arguments_that_are_no_text_naming_them():
+    """The extension's own functions (what the package calls) refuse them too, never with std::bad_cast."""
+    cache = aligned((1, 16, 656))
+    kv_c, k_pe = (x.view(np.uint16) for x in random_inputs(2, BF16, seed=5))
+    for text, rule in NO_TEXT.items():
+        with pytest.raises(ValueError) as info:
+            mlakv._mlakv.gather_records(
+                text,
+                cache,
+                np.zeros(1, np.int64),
+                kv_c=np.zeros((1, 512), np.float32),
+                k_pe=np.zeros((1, 64), np.float32),
+            )
+        one_line(info, ValueError, f"mlakv::gather_records: format: {rule}")
+        with pytest.raises(ValueError) as info:
+            mlakv._mlakv.concat_and_cache_mla((kv_c, "bf16"), (k_pe, "bf16"), cache, np.arange(2), text, None)
+        one_line(info, ValueError, f"mlakv::concat_and_cache_mla: kv_cache_dtype: {rule}")
+    assert not cache.any()
+
+
+# --- arrays DLPack cannot carry as they are -------------------------------------------
+
+
+def test_numpy_arrays_in_the_other_byte_order_are_refused_naming_them(writer_args):
+    """DLPack has no byte order: a big-endian array's bytes would be read swapped."""
+    swapped = {
+        "kv_c": writer_args["kv_c"].view(np.uint16).astype(">f2"),
+        "slot_mapping": np.arange(4, dtype=">i8"),
+        "kv_cache": aligned((2, 16, 328), ">u2"),
+    }
+    rule = "must be in the machine's byte order (DLPack has no other), got dtype "
+    for name, array in swapped.items():
+        write_rejected(
+            {**writer_args, "scale": None}, TypeError, FP8_DS_MLA + f"{name}: {rule}{array.dtype}", **{name: array}
+        )
+    with pytest.raises(TypeError) as info:
+        mlakv.gather_records("fp8_ds_mla", aligned((1, 16, 656)), np.zeros(1, ">i8"))
+    one_line(info, TypeError, GATHER + "slots: " + rule + ">i8")
+    lse = np.zeros((1, 2), ">f4")
+    with pytest.raises(TypeError) as info:
+        mlakv.merge_attention_states(np.zeros((1, 2, 4), np.float32), lse, np.zeros((1, 2, 4), np.float32), lse)
+    one_line(info, TypeError, "mlakv::merge_attention_states: lse_a: " + rule + ">f4")
+
+
+def read_only(shape, dtype=np.uint8) -> np.ndarray:
+    array = aligned(shape, dtype)
+    array.flags.writeable = False
+    return array
+
+
+def test_read_only_dlpack_producer_as_cache_or_output_is_refused_naming_it(writer_args):
+    cache = read_only((2, 16, 656))
+    with pytest.raises(ValueError) as info:
+        mlakv.concat_and_cache_mla(
+            writer_args["kv_c"], writer_args["k_pe"], DLPackOnly(cache), np.arange(4), "fp8_ds_mla"
+        )
+    writable = "must be writable (it is written in place), got a read-only array"
+    one_line(info, ValueError, FP8_DS_MLA + "kv_cache: " + writable)
+    with pytest.raises(ValueError) as info:
+        mlakv.gather_records("fp8_ds_mla", aligned((1, 16, 656)), [0], out=DLPackOnly(read_only((1, 576), np.float32)))
+    one_line(info, ValueError, "mlakv::gather_records_out(fp8_ds_mla): out: " + writable)
+    q, idx = np.zeros((1, 16, 576), BF16), np.zeros((1, 4), np.int32)
+    out, lse = DLPackOnly(read_only((1, 16, 512), np.uint16)), np.zeros((1, 16), np.float32)
+    with pytest.raises(ValueError) as info:
+        mlakv.sparse_mla_decode("fp8_ds_mla", q, aligned((1, 16, 656)), idx, out=out, lse=lse)
+    one_line(info, ValueError, "mlakv::sparse_mla_decode(fp8_ds_mla): out: " + writable)
+    from mlakv.integrations.vllm import MlaKvCacheWriter
+
+    with pytest.raises(ValueError) as info:
+        MlaKvCacheWriter("fp8_ds_mla", fp8_rope=False).update(
+            writer_args["kv_c"], writer_args["k_pe"], DLPackOnly(cache), np.arange(4), "fp8_ds_mla", None
+        )
+    one_line(info, ValueError, "mlakv::MlaKvCacheWriter.update(fp8_ds_mla): kv_cache: " + writable)
+
+
+def test_dlpack_producer_that_cannot_export_is_refused_with_its_reason(writer_args):
+    write_rejected(
+        {**writer_args, "scale": None},
+        TypeError,
+        FP8_DS_MLA + "kv_c: must be an array its producer can export through DLPack, got BrokenExporter "
+        "(BufferError: this producer exports nothing)",
+        kv_c=BrokenExporter(),
+    )
+
+
+# --- numbers beyond the library's types -------------------------------------------------
+
+
+def test_update_with_kv_cache_dtype_none_is_refused_naming_it(writer_args):
+    from mlakv.integrations.vllm import MlaKvCacheWriter
+
+    writer = MlaKvCacheWriter("fp8_ds_mla", fp8_rope=False)
+    cache = writer_args["kv_cache"]
+    with pytest.raises(TypeError) as info:
+        writer.update(writer_args["kv_c"], writer_args["k_pe"], cache, np.arange(4), None, None)
+    one_line(
+        info,
+        TypeError,
+        "mlakv::MlaKvCacheWriter.update: kv_cache_dtype: must be a str (the engine's kv_cache_dtype), got NoneType",
+    )
+    assert not cache.any()
+
+
+def test_ints_beyond_int64_are_refused_naming_them():
+    from mlakv.context_parallel import dcp_local_slots
+
+    idx, req, table = np.zeros((1, 4), np.int32), np.zeros(1, np.int32), np.zeros((1, 4), np.int32)
+    layout = {"world_size": 2, "rank": 0, "block_size": 64}
+    for name, value, shown in (
+        ("world_size", 2**63, "9223372036854775808"),
+        ("rank", -(2**63) - 1, "-9223372036854775809"),
+        ("block_size", 10**5000, "an int of 16610 bits"),  # too many digits for str()
+    ):
+        with pytest.raises(ValueError) as info:
+            dcp_local_slots(idx, req, table, **{**layout, name: value})
+        one_line(
+            info, ValueError, f"mlakv::dcp_local_slots: layout.{name}: must fit int64 (in [-2^63, 2^63)), got {shown}"
+        )
+    paged = (aligned((1, 16, 656)), np.zeros((1, 1), np.int32), np.ones(1, np.int32), np.array([0, 1], np.int32))
+    with pytest.raises(ValueError) as info:
+        mlakv.gather_records_paged("fp8_ds_mla", *paged, num_rows=2**64)
+    one_line(info, ValueError, PAGED + "num_rows: must be < 2^63, got 18446744073709551616")
+    with pytest.raises(ValueError) as info:
+        mlakv.page_bytes("fp8_ds_mla", 2**63)
+    one_line(info, ValueError, "mlakv::page_bytes(fp8_ds_mla): block_size: must be < 2^63, got 9223372036854775808")
+    with pytest.raises(ValueError) as info:
+        mlakv._mlakv.dcp_local_slots(idx, req, table, world_size=2**63, rank=0, block_size=64, local_slots=idx.copy())
+    one_line(
+        info,
+        ValueError,
+        "mlakv::dcp_local_slots: world_size: must fit int64 (in [-2^63, 2^63)), got 9223372036854775808",
+    )
+
+
+@pytest.mark.parametrize("value,shown", [(10**400, "inf"), (-(10**400), "-inf")])
+def test_scales_beyond_the_float_range_are_refused_by_the_library_rule(writer_args, value, shown):
+    """An int too large for a float is +-inf, as a float too large for float32 is: the library's own
+    rule refuses it, naming the argument (never a raw OverflowError)."""
+    write_rejected({**writer_args, "scale": value}, ValueError, FP8_DS_MLA + SCALE_RULE + shown)
+    q, idx = np.zeros((1, 16, 576), BF16), np.zeros((1, 4), np.int32)
+    with pytest.raises(ValueError) as info:
+        mlakv.sparse_mla_decode("fp8_ds_mla", q, aligned((1, 16, 656)), idx, sm_scale=value)
+    one_line(
+        info,
+        ValueError,
+        f"mlakv::sparse_mla_decode(fp8_ds_mla): sm_scale: must be finite (0: 1/sqrt(576)), got {shown}",
+    )
+
+
+def test_op_functions_refuse_none_and_wrong_types_naming_the_argument():
+    """None for a required argument, a bool for an int: named errors, not std::bad_variant_access."""
+    cache = aligned((1, 16, 656))
+    outputs = {"kv_c": np.zeros((1, 512), np.float32), "k_pe": np.zeros((1, 64), np.float32)}
+    with pytest.raises(TypeError) as info:
+        mlakv._mlakv.gather_records(None, cache, np.zeros(1, np.int64), **outputs)
+    one_line(info, TypeError, "mlakv::gather_records: format: must be a str, got NoneType")
+    with pytest.raises(TypeError) as info:
+        mlakv._mlakv.gather_records("fp8_ds_mla", cache, None, **outputs)
+    one_line(info, TypeError, GATHER + "slots: " + NOT_AN_ARRAY + "NoneType")
+    with pytest.raises(TypeError) as info:
+        mlakv._mlakv.gather_records("fp8_ds_mla", cache, np.zeros(1, np.int64), rope_dtype=None, **outputs)
+    one_line(info, TypeError, GATHER + "rope_dtype: must be a str, got NoneType")
+    with pytest.raises(ValueError) as info:
+        mlakv._mlakv.gather_records("fp8_ds_mla", cache, np.zeros(1, np.int64), stream=-1, **outputs)
+    one_line(info, ValueError, GATHER + "stream: must be a cudaStream_t in [0, 2^64), got -1")
+    with pytest.raises(TypeError) as info:
+        mlakv._mlakv.sparse_mla_decode_workspace_size(True, 16, 64, (False, 0))
+    one_line(info, TypeError, "mlakv::sparse_mla_decode_workspace_size: rows: must be an int, got bool")
+
+
+# --- torch ops: devices, allocation, text ---------------------------------------------------
+
+
+@pytest.fixture
+def torch_ops():
+    torch = pytest.importorskip("torch")
+    mlakv_torch = pytest.importorskip("mlakv.torch")
+    return torch, mlakv_torch
+
+
+def _valid_op_calls(torch):
+    """One valid CPU call of every op with a tensor argument: (op, positional args, keyword args)."""
+    g = torch.Generator().manual_seed(7)
+    kv_c, k_pe = torch.randn(2, 512, generator=g).bfloat16(), torch.randn(2, 64, generator=g).bfloat16()
+    slots, i32 = torch.arange(2), {"dtype": torch.int32}
+    cache, compact, e4m3 = (torch.zeros(1, 64, n, dtype=torch.uint8) for n in (656, 368, 576))
+    q, idx = torch.zeros(1, 16, 576).bfloat16(), torch.zeros(1, 4, **i32)
+    out, lse = torch.zeros(1, 16, 512), torch.zeros(1, 16)
+    table = torch.zeros(1, 4, **i32)
+    return [
+        ("concat_and_cache_mla", (kv_c, k_pe, cache, slots, "fp8_ds_mla", None), {}),
+        ("concat_and_cache_mla", (kv_c, k_pe, e4m3, slots, "fp8", torch.ones(1)), {}),
+        ("concat_and_cache_nvfp4_mla_fp8_rope", (kv_c, k_pe, compact, slots, None, False), {}),
+        (
+            "mla_kv_cache_writer_update",
+            (kv_c, k_pe, compact, slots, "nvfp4_ds_mla", None, "nvfp4_ds_mla", True, False),
+            {},
+        ),
+        ("gather_records", ("fp8_ds_mla", cache, slots), {}),
+        ("gather_records_out", ("fp8_ds_mla", cache, slots, torch.zeros(2, 576)), {}),
+        (
+            "gather_records_paged",
+            ("fp8_ds_mla", cache, table, torch.ones(1, **i32), torch.tensor([0, 1], **i32), 2),
+            {},
+        ),
+        ("sparse_mla_decode", ("nvfp4_ds_mla_fp8_rope", q, compact, idx), {}),
+        ("sparse_mla_prefill", ("nvfp4_ds_mla_fp8_rope", q, compact, idx), {}),
+        ("merge_attention_states", (out, lse, out, lse), {}),
+        ("dcp_local_slots", (idx, torch.zeros(1, **i32), table), {"world_size": 2, "rank": 0, "block_size": 64}),
+        ("merge_attention_states_stacked", (torch.stack([out, out]), torch.stack([lse, lse])), {}),
+    ]
+
+
+def test_torch_ops_refuse_a_meta_tensor_among_cpu_tensors_naming_it(torch_ops):
+    """A meta tensor among CPU ones sends the call to the fake implementation, which returned outputs
+    nobody wrote (uninitialised CPU memory) and wrote nothing; a meta k_scale crashed. Every op refuses
+    it, naming the tensor, and writes nothing."""
+    torch, mlakv_torch = torch_ops
+    for name, args, kwargs in _valid_op_calls(torch):
+        getattr(torch.ops.mlakv, name)(*args, **kwargs)  # valid as it is
+        arguments = next(op["arguments"] for op in mlakv_torch._TABLE if op["name"] == name)
+        tensors = [(i, a["name"]) for i, a in enumerate(arguments[: len(args)]) if isinstance(args[i], torch.Tensor)]
+        first = tensors[0][1]
+        for i, moved in tensors:
+            cpu = [a for a in args if isinstance(a, torch.Tensor)]
+            before = [t.clone() for t in cpu]
+            changed = list(args)
+            changed[i] = args[i].to("meta")
+            with pytest.raises(ValueError) as info:
+                getattr(torch.ops.mlakv, name)(*changed, **kwargs)
+            message = str(info.value)
+            if moved == first:
+                assert f": must be on the same device as {first} (meta), got cpu" in message, message
+            elif moved == "scale":
+                assert message.endswith("scale: must be on the CPU or on the tensors' device (cpu), got meta"), message
+            else:
+                assert message.endswith(f": {moved}: must be on the same device as {first} (cpu), got meta"), message
+            assert message.startswith(f"mlakv::{name}"), message
+            for t, b in zip(cpu, before):
+                assert torch.equal(t, b), f"{name}: {moved} on meta changed a CPU tensor"
+
+
+def test_torch_ops_on_meta_tensors_alone_still_give_the_output_shapes(torch_ops):
+    torch, _ = torch_ops
+    for name, args, kwargs in _valid_op_calls(torch):
+        meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+        getattr(torch.ops.mlakv, name)(*meta, **kwargs)
+
+
+def test_torch_op_output_too_large_to_allocate_is_refused_naming_its_size_argument(torch_ops):
+    """gather_records_paged's num_rows = 2**40 (2.5 PB): the op names num_rows, as the Python function does,
+    under either registration, and so does the public function on torch tensors (which routes to the op)."""
+    torch, _ = torch_ops
+    i32 = {"dtype": torch.int32}
+    args = ("fp8_ds_mla", torch.zeros(1, 16, 656, dtype=torch.uint8), torch.zeros(1, 1, **i32), torch.ones(1, **i32))
+    args += (torch.tensor([0, 1], **i32),)
+    prefix = PAGED + "num_rows: cannot allocate a (1099511627776, 576) torch.float32 output, got "
+    for call in (
+        lambda: torch.ops.mlakv.gather_records_paged(*args, 2**40),
+        lambda: mlakv.gather_records_paged(*args, num_rows=2**40),
+    ):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value).startswith(prefix) and "\n" not in str(info.value), str(info.value)
+
+
+def test_torch_ops_refuse_a_str_with_a_nul_naming_it(torch_ops):
+    torch, _ = torch_ops
+    cache = torch.zeros(1, 16, 656, dtype=torch.uint8)
+    kv_c, k_pe = torch.zeros(2, 512).bfloat16(), torch.zeros(2, 64).bfloat16()
+    with pytest.raises(ValueError) as info:
+        torch.ops.mlakv.concat_and_cache_mla(kv_c, k_pe, cache, torch.arange(2), WITH_NUL, None)
+    one_line(info, ValueError, "mlakv::concat_and_cache_mla: kv_cache_dtype: " + NO_TEXT[WITH_NUL])
+    with pytest.raises(ValueError) as info:
+        torch.ops.mlakv.gather_records("fp8_ds_mla", cache, torch.arange(2), rope_dtype="bf16\0")
+    one_line(info, ValueError, GATHER + "rope_dtype: must not contain a NUL character, got 'bf16\\x00'")
+    assert not cache.any()
+
+
+def test_writer_seam_on_torch_tensors_checks_what_the_op_schema_would_refuse(torch_ops):
+    """MlaKvCacheWriter.update on torch tensors with a kv_cache_dtype that is no str, or a float k_scale:
+    the checked path, naming the argument (torch's schema would answer with its own text)."""
+    torch, _ = torch_ops
+    from mlakv.integrations.vllm import MlaKvCacheWriter
+
+    writer = MlaKvCacheWriter("fp8", fp8_rope=False)
+    kv_c, k_pe = torch.randn(2, 512).bfloat16(), torch.randn(2, 64).bfloat16()
+    cache = torch.zeros(1, 16, 576, dtype=torch.uint8)
+    with pytest.raises(TypeError) as info:
+        writer.update(kv_c, k_pe, cache, torch.arange(2), None, torch.ones(1))
+    one_line(
+        info,
+        TypeError,
+        "mlakv::MlaKvCacheWriter.update: kv_cache_dtype: must be a str (the engine's kv_cache_dtype), got NoneType",
+    )
+    assert not cache.any()
+    writer.update(kv_c, k_pe, cache, torch.arange(2), "fp8", 1.0)  # a float k_scale is taken as 1.0
+    reference = torch.zeros_like(cache)
+    torch.ops.mlakv.concat_and_cache_mla(kv_c, k_pe, reference, torch.arange(2), "fp8", torch.ones(1))
+    assert torch.equal(cache, reference)

@@ -141,6 +141,10 @@ report["errors"] = errors(
     lambda: ops.dcp_local_slots(cp_idx, req, table, world_size=2, rank=2, block_size=64),
     lambda: ops.dcp_local_slots(cp_idx.long(), req, table, world_size=2, rank=0, block_size=64),
     lambda: ops.merge_attention_states_stacked(torch.stack([out, out]), lse[None]),
+    lambda: ops.gather_records("fp8_ds_mla", cache, slots.to("meta")),
+    lambda: ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, "fp8", torch.ones(1, device="meta")),
+    lambda: ops.gather_records_paged("nvfp4_ds_mla_fp8_rope", cache, idx, idx[0], idx[0], 2**40),
+    lambda: ops.concat_and_cache_mla(kv_c, k_pe, cache, slots, "fp8\\0", None),
 )
 print(json.dumps(report))
 """

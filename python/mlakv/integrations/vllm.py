@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import _mlakv
 from .._arrays import input_array, output_array, stream_handle
-from .._checks import Call
+from .._checks import Call, text_fault
 
 __all__ = ["MlaKvCacheWriter"]
 
@@ -55,8 +55,8 @@ class MlaKvCacheWriter:
         call = Call("MlaKvCacheWriter", kv_cache_dtype)
         call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (the engine's kv_cache_dtype)")
         self.kv_cache_dtype = kv_cache_dtype
-        self.fp8_rope = fp8_rope_from_env() if fp8_rope is None else bool(fp8_rope)
-        self.per_token_scale = bool(per_token_scale)
+        self.fp8_rope = fp8_rope_from_env() if fp8_rope is None else call.flag("fp8_rope", fp8_rope)
+        self.per_token_scale = call.flag("per_token_scale", per_token_scale)
         self._seam = _mlakv.MlaKvCacheWriter(kv_cache_dtype, self.fp8_rope, self.per_token_scale)
         self.compact = self._seam.compact
         self._op = None
@@ -70,12 +70,17 @@ class MlaKvCacheWriter:
 
     def update(self, kv_c: Any, k_pe: Any, kv_cache: Any, slot_mapping: Any, kv_cache_dtype: str, k_scale: Any) -> None:
         """Write this step's tokens (``kv_c [T, 512]``, ``k_pe [T, 64]`` or ``[T, 1, 64]``) into ``kv_cache``."""
-        if isinstance(kv_cache, self._tensor):
+        tensors = (kv_c, k_pe, kv_cache, slot_mapping)
+        if (
+            all(isinstance(t, self._tensor) for t in tensors)
+            and (k_scale is None or isinstance(k_scale, self._tensor))
+            and isinstance(kv_cache_dtype, str)
+            and (kv_cache_dtype == self.kv_cache_dtype or text_fault(kv_cache_dtype) is None)
+        ):
+            # Any other argument (a float k_scale, a numpy array, a kv_cache_dtype that is no str) takes
+            # the DLPack path below: the same seam, whose checks name the argument (torch's schema would not).
             self._op(
-                kv_c,
-                k_pe,
-                kv_cache,
-                slot_mapping,
+                *tensors,
                 kv_cache_dtype,
                 k_scale,
                 self.kv_cache_dtype,
@@ -84,6 +89,7 @@ class MlaKvCacheWriter:
             )
             return
         call = Call("MlaKvCacheWriter.update", kv_cache_dtype)
+        call.string("kv_cache_dtype", kv_cache_dtype, "must be a str (the engine's kv_cache_dtype)")
         kv_c, kv_c_tag = input_array(call.array("kv_c", kv_c))
         k_pe, k_pe_tag = input_array(call.array("k_pe", k_pe))
         cache = call.array("kv_cache", kv_cache, writable=True)
