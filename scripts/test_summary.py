@@ -11,10 +11,11 @@ import sys
 
 
 def ctest_counts(text: str) -> tuple[int, int, int] | None:
-    m = re.search(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text)
+    # "100% tests passed out of 477" (newer ctest, none failed) or "98% tests passed, 4 tests failed out of 196"
+    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests? failed)? out of (\d+)", text)
     if not m:
         return None
-    failed, total = int(m.group(2)), int(m.group(3))
+    failed, total = int(m.group(2) or 0), int(m.group(3))
     skipped = len(re.findall(r"^\s*\d+ - .*\(Skipped\)\s*$", text, re.M))
     return total - failed - skipped, failed, skipped
 
