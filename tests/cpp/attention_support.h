@@ -154,6 +154,23 @@ inline void expect_close_to_reference(const std::vector<std::uint16_t>& out, con
   }
 }
 
+/// The arguments of a sparse decode or prefill of 2 rows of 16 heads over a
+/// small cache in format F, with out and lse filled with sentinels (0x1234,
+/// 7.0) so that a refused call can be shown to have written nothing.
+template <Format F>
+class SparseRowsArguments : public ::testing::Test {
+ protected:
+  AttentionCache cache{F, 64, 1};
+  std::vector<std::uint16_t> q = random_queries(2, 16, 1);
+  std::vector<std::int32_t> indices = std::vector<std::int32_t>(2 * 8, 1);
+  std::vector<std::uint16_t> out = std::vector<std::uint16_t>(2 * 16 * 512, 0x1234);
+  std::vector<float> lse = std::vector<float>(2 * 16, 7.0f);
+  TensorView q_view = make_view(q.data(), DType::kBFloat16, {2, 16, 576});
+  TensorView indices_view = make_view(indices.data(), DType::kInt32, {2, 8});
+  TensorView out_view = make_view(out.data(), DType::kBFloat16, {2, 16, 512});
+  TensorView lse_view = make_view(lse.data(), DType::kFloat32, {2, 16});
+};
+
 /// Element i of a float32 or bf16 array held as bytes, as a float.
 inline float element_as_float(const std::vector<std::uint8_t>& bytes, DType dtype, std::size_t i) {
   if (dtype == DType::kFloat32) {

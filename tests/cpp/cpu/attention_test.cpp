@@ -230,18 +230,8 @@ TEST(merge_attention_states, an_empty_side_leaves_the_other_unchanged) {
 }
 
 // Validation: a bad argument throws an Error naming it and writes nothing.
-class SparseDecodeValidation : public ::testing::Test {
+class SparseDecodeValidation : public SparseRowsArguments<Format::kNvfp4DsMlaFp8Rope> {
  protected:
-  AttentionCache cache{Format::kNvfp4DsMlaFp8Rope, 64, 1};
-  std::vector<std::uint16_t> q = random_queries(2, 16, 1);
-  std::vector<std::int32_t> indices = std::vector<std::int32_t>(2 * 8, 1);
-  std::vector<std::uint16_t> out = std::vector<std::uint16_t>(2 * 16 * 512, 0x1234);
-  std::vector<float> lse = std::vector<float>(2 * 16, 7.0f);
-  TensorView q_view = make_view(q.data(), DType::kBFloat16, {2, 16, 576});
-  TensorView indices_view = make_view(indices.data(), DType::kInt32, {2, 8});
-  TensorView out_view = make_view(out.data(), DType::kBFloat16, {2, 16, 512});
-  TensorView lse_view = make_view(lse.data(), DType::kFloat32, {2, 16});
-
   void expect_rejected(const std::string& message, Format format = Format::kNvfp4DsMlaFp8Rope,
                        const SparseDecodeOptions& options = {}) {
     try {

@@ -123,18 +123,8 @@ TEST(sparse_mla_prefill, a_row_without_valid_entries_gives_zeros_and_minus_infin
 
 // Validation: the decode's rules for the arguments both take, named in the
 // prefill's words, and nothing written.
-class SparsePrefillValidation : public ::testing::Test {
+class SparsePrefillValidation : public SparseRowsArguments<Format::kFp8DsMla> {
  protected:
-  AttentionCache cache{Format::kFp8DsMla, 64, 1};
-  std::vector<std::uint16_t> q = random_queries(2, 16, 1);
-  std::vector<std::int32_t> indices = std::vector<std::int32_t>(2 * 8, 1);
-  std::vector<std::uint16_t> out = std::vector<std::uint16_t>(2 * 16 * 512, 0x1234);
-  std::vector<float> lse = std::vector<float>(2 * 16, 7.0f);
-  TensorView q_view = make_view(q.data(), DType::kBFloat16, {2, 16, 576});
-  TensorView indices_view = make_view(indices.data(), DType::kInt32, {2, 8});
-  TensorView out_view = make_view(out.data(), DType::kBFloat16, {2, 16, 512});
-  TensorView lse_view = make_view(lse.data(), DType::kFloat32, {2, 16});
-
   void expect_rejected(const std::string& message, const SparsePrefillOptions& options = {}) {
     try {
       sparse_mla_prefill(Format::kFp8DsMla, q_view, cache.view(), indices_view, out_view, lse_view, options);
